@@ -1,0 +1,212 @@
+"""Numerical gradient checking, for this project's tests and for students' own layers.
+
+The analytic gradient of a scalar objective is compared with central differences
+
+    dL/dx_i  ≈  (L(x + h e_i) - L(x - h e_i)) / 2h,      L = sum(out * g)
+
+where ``g`` is a RANDOM upstream gradient, never all ones: with ones, errors that
+sum to zero hide (the sum over a softmax row has zero gradient whatever the bug).
+
+Everything runs in float64: with h = 1e-6 the central difference has truncation
+error O(h²) ≈ 1e-12 and round-off O(eps·|L|/h) ≈ 1e-10·|L|, so a correct backward
+shows relative errors around 1e-9 and a wrong one shows errors near 1.
+
+The error per tensor is ``max|a - n| / max(max|a|, max|n|, tiny)`` over the checked
+coordinates. Two entrances:
+
+    check_pair(layernorm_forward, layernorm_backward, {"x": x, "gamma": g, "beta": b})
+    check_module(MyLayer(...).astype(np.float64), x)
+
+Both return a ``GradcheckResult``: ``.ok``, ``.max_rel_error``, and ``str(result)``
+is a table a student can read (tensor, shape, max abs error, relative error, verdict).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .backend import get_xp, to_numpy
+
+TINY = 1e-300       # keeps the relative error defined when both gradients are 0
+DEFAULT_TOL = 1e-7  # a correct float64 backward lands near 1e-9; a bug near 1
+
+
+@dataclass
+class TensorReport:
+    name: str
+    shape: tuple
+    max_abs_error: float
+    rel_error: float
+    ok: bool
+    n_checked: int
+
+
+@dataclass
+class GradcheckResult:
+    rows: list = field(default_factory=list)
+    tol: float = DEFAULT_TOL
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.rows)
+
+    @property
+    def max_rel_error(self) -> float:
+        return max((r.rel_error for r in self.rows), default=0.0)
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def __str__(self) -> str:
+        head = f"{'tensor':<28} {'shape':<18} {'checked':>7} {'max abs err':>12} {'rel err':>10}  verdict"
+        lines = [head, "-" * len(head)]
+        for r in self.rows:
+            lines.append(f"{r.name:<28} {str(r.shape):<18} {r.n_checked:>7} {r.max_abs_error:>12.3e} "
+                         f"{r.rel_error:>10.3e}  {'OK' if r.ok else 'NOT OK'}")
+        lines.append(f"tolerance {self.tol:.1e}: {'all OK' if self.ok else 'FAILED'}")
+        return "\n".join(lines)
+
+
+def relative_error(analytic, numeric) -> tuple[float, float]:
+    """(max abs error, relative error) between two gradient samples."""
+    a, n = np.asarray(analytic, np.float64), np.asarray(numeric, np.float64)
+    if a.size == 0:
+        return 0.0, 0.0
+    abs_err = float(np.max(np.abs(a - n)))
+    scale = max(float(np.max(np.abs(a))), float(np.max(np.abs(n))), TINY)
+    return abs_err, abs_err / scale
+
+
+def _coords(shape, max_coords: int, rng) -> list:
+    """Every flat index of a small tensor, a random sample of a big one."""
+    size = int(np.prod(shape))
+    if size <= max_coords:
+        return list(range(size))
+    return sorted(rng.choice(size, size=max_coords, replace=False).tolist())
+
+
+def _numerical(objective, x, coords, h: float) -> np.ndarray:
+    """Central differences of ``objective()`` w.r.t. ``x.flat[coords]``; x is restored."""
+    flat = x.reshape(-1)  # a view: perturbing it perturbs x
+    if not np.shares_memory(flat, x):
+        raise ValueError("gradient check: inputs and parameters must be C-contiguous arrays "
+                         "(np.ascontiguousarray), so a perturbation reaches them")
+    grads = np.empty(len(coords))
+    for k, i in enumerate(coords):
+        old = float(flat[i])
+        flat[i] = old + h
+        plus = objective()
+        flat[i] = old - h
+        minus = objective()
+        flat[i] = old
+        grads[k] = (plus - minus) / (2 * h)
+    return grads
+
+
+def _require_float64(name: str, x) -> None:
+    if getattr(x, "dtype", None) != np.float64:
+        raise TypeError(f"{name}: gradient checks need float64, got {getattr(x, 'dtype', type(x))}; "
+                        "cast with .astype(np.float64) (Modules: module.astype(np.float64))")
+
+
+def _upstream(out, rng):
+    """A random upstream gradient shaped like ``out``, on out's backend."""
+    xp = get_xp(out)
+    g = rng.standard_normal(np.shape(out))
+    return xp.asarray(g) if np.ndim(out) else float(g)
+
+
+def _dot(out, g) -> float:
+    return float((out * g).sum()) if np.ndim(out) else float(out) * g
+
+
+def _as_tuple(grads) -> tuple:
+    return grads if isinstance(grads, tuple) else (grads,)
+
+
+def _report(result, name, x, analytic, objective, h, max_coords, rng, tol):
+    if analytic is None:
+        return
+    if tuple(analytic.shape) != tuple(x.shape):
+        raise ValueError(f"gradient of {name}: expected shape {tuple(x.shape)}, got {tuple(analytic.shape)}")
+    coords = _coords(x.shape, max_coords, rng)
+    numeric = _numerical(objective, x, coords, h)
+    a = to_numpy(analytic).reshape(-1)[coords]
+    abs_err, rel = relative_error(a, numeric)
+    result.rows.append(TensorReport(name, tuple(x.shape), abs_err, rel, rel <= tol, len(coords)))
+
+
+def check_pair(forward, backward, inputs: dict, *, kwargs=None, wrt=None, seed: int = 0,
+               h: float = 1e-6, tol: float = DEFAULT_TOL, max_coords: int = 256) -> GradcheckResult:
+    """Check a functional pair ``out, cache = forward(**inputs, **kwargs)`` /
+    ``grads = backward(g, cache)``.
+
+    ``wrt`` names the inputs that ``backward`` returns gradients for, in its
+    order (default: every floating-point input, in the order given); a ``None``
+    gradient is skipped. The inputs are perturbed in place and restored.
+    """
+    kwargs = kwargs or {}
+    rng = np.random.default_rng(seed)
+    wrt = tuple(wrt) if wrt is not None else tuple(
+        k for k, v in inputs.items() if getattr(getattr(v, "dtype", None), "kind", None) == "f")
+    for name in wrt:
+        _require_float64(name, inputs[name])
+    out, cache = forward(**inputs, **kwargs)
+    g = _upstream(out, rng)
+    grads = _as_tuple(backward(g, cache))
+    if len(grads) < len(wrt):
+        raise ValueError(f"backward returned {len(grads)} gradients for {len(wrt)} inputs {wrt}")
+
+    def objective():
+        return _dot(forward(**inputs, **kwargs)[0], g)
+
+    result = GradcheckResult(tol=tol)
+    for name, analytic in zip(wrt, grads):
+        _report(result, name, inputs[name], analytic, objective, h, max_coords, rng, tol)
+    return result
+
+
+def _generators(module):
+    """Every random generator in the tree (dropout masks), to replay them."""
+    return [m.rng for _, m in module.named_modules() if getattr(m, "rng", None) is not None]
+
+
+def check_module(module, *inputs, seed: int = 0, h: float = 1e-6, tol: float = DEFAULT_TOL,
+                 max_coords: int = 64, check_inputs: bool = True, forward_kwargs=None) -> GradcheckResult:
+    """Check ``module.backward`` against central differences of ``module.forward``.
+
+    Checks every floating-point input (the gradients backward returns, in the
+    order of the inputs) and every parameter. Random generators inside the module
+    (dropout) are replayed from the same state for every evaluation, so dropout
+    can stay on. The module's grads are zeroed first.
+    """
+    forward_kwargs = forward_kwargs or {}
+    rng = np.random.default_rng(seed)
+    for name, p, _ in module.parameters():
+        _require_float64(name, p)
+    generators = _generators(module)
+    states = [gen.bit_generator.state for gen in generators]
+
+    def run():
+        for gen, state in zip(generators, states):
+            gen.bit_generator.state = state
+        return module.forward(*inputs, **forward_kwargs)
+
+    module.zero_grad()
+    out = run()
+    g = _upstream(out, rng)
+    input_grads = _as_tuple(module.backward(g))
+
+    def objective():
+        return _dot(run(), g)
+
+    result = GradcheckResult(tol=tol)
+    if check_inputs:
+        for i, (x, dx) in enumerate(zip(inputs, input_grads)):
+            if getattr(getattr(x, "dtype", None), "kind", None) == "f" and dx is not None:
+                _require_float64(f"input[{i}]", x)
+                _report(result, f"input[{i}]", x, dx, objective, h, max_coords, rng, tol)
+    for name, p, grad in module.parameters():
+        _report(result, name, p, grad.copy(), objective, h, max_coords, rng, tol)
+    return result

@@ -1,0 +1,34 @@
+"""Linear Module: owns W (d_in, d_out) and b (d_out,); the math is functional.linear."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import init
+from ..backend import default_rng
+from ..functional.linear import linear_backward, linear_forward
+from .module import Module
+
+
+class Linear(Module):
+    """y = x W + b, with W ~ N(0, std²) (default std = 1/√d_in) and b = 0."""
+
+    def __init__(self, d_in: int, d_out: int, bias: bool = True, *, rng=None,
+                 std: float | None = None, dtype=np.float32):
+        super().__init__()
+        rng = default_rng(rng)
+        std = 1.0 / np.sqrt(d_in) if std is None else std
+        self.add_param("W", init.normal(rng, (d_in, d_out), std, dtype))
+        if bias:
+            self.add_param("b", init.zeros(d_out, dtype))
+
+    def forward(self, x):
+        y, cache = linear_forward(x, self.W, self.params.get("b"))
+        self._save(cache)
+        return y
+
+    def backward(self, dy):
+        dx, dW, db = linear_backward(dy, self._pop_cache())
+        self._accumulate("W", dW)
+        if db is not None:
+            self._accumulate("b", db)
+        return dx

@@ -1,0 +1,23 @@
+"""Hypothesis strategies shared by the tests: shapes, float64 arrays, seeds."""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+
+seeds = st.integers(min_value=0, max_value=2**32 - 1)
+
+
+@st.composite
+def shapes(draw, min_dims=1, max_dims=4, min_side=1, max_side=5):
+    """A shape with size-1 sides allowed (broadcasting bugs hide there)."""
+    n = draw(st.integers(min_dims, max_dims))
+    return tuple(draw(st.integers(min_side, max_side)) for _ in range(n))
+
+
+def normal_array(seed: int, shape, scale: float = 1.0, dtype=np.float64) -> np.ndarray:
+    """A contiguous array of N(0, scale²) entries from an explicit generator."""
+    return (scale * np.random.default_rng(seed).standard_normal(shape)).astype(dtype)
+
+
+scales = st.sampled_from([1e-3, 1.0, 3.0])          # magnitudes for gradient checks
+big_scales = st.sampled_from([1.0, 1e2, 1e4])       # magnitudes for finiteness invariants
