@@ -71,3 +71,91 @@ def check_probability(name: str, p: float, *, allow_one: bool = False) -> None:
 def check_choice(name: str, value, choices) -> None:
     if value not in choices:
         raise ValueError(f"{name}: expected one of {tuple(choices)}, got {value!r}")
+
+
+def check_number(name: str, value, *, low=None, high=None,
+                 low_open: bool = False, high_open: bool = False) -> float:
+    """A real number in the interval given by ``low``/``high`` (closed unless ``*_open``).
+
+    Raises TypeError for a non-number (a bool or an array counts as one), ValueError
+    for NaN or a value outside the interval. Returns it as a Python float, which
+    never promotes a float32 array it multiplies (a NumPy float64 scalar can).
+    """
+    import numbers  # local imports keep these appended helpers self-contained
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name}: expected a real number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    too_low = low is not None and (value <= low if low_open else value < low)
+    too_high = high is not None and (value >= high if high_open else value > high)
+    if value != value or too_low or too_high:
+        left = "(" if low_open or low is None else "["
+        right = ")" if high_open or high is None else "]"
+        interval = f"{left}{'-inf' if low is None else low}, {'inf' if high is None else high}{right}"
+        raise ValueError(f"{name}: expected a number in {interval}, got {value!r}")
+    return value
+
+
+def check_int(name: str, value, *, low=None, high=None) -> int:
+    """An integer in [low, high] (either end may be None); returns it as a Python int.
+
+    Raises TypeError for a non-integer (2.0 and True included), ValueError when out of range.
+    """
+    import numbers
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name}: expected an integer, got {type(value).__name__} {value!r}")
+    value = int(value)
+    if (low is not None and value < low) or (high is not None and value > high):
+        interval = f"[{'-inf' if low is None else low}, {'inf' if high is None else high}]"
+        raise ValueError(f"{name}: expected an integer in {interval}, got {value}")
+    return value
+
+
+def check_generator(name: str, rng) -> None:
+    """Raise TypeError unless ``rng`` is a ``numpy.random.Generator``.
+
+    Data routines take an explicit generator, never a seed: a seed passed again at
+    every step would draw the same batch every step.
+    """
+    import numpy as np  # local: the rest of this module needs no NumPy
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"{name}: expected a numpy.random.Generator (numpy.random.default_rng(seed)), "
+                        f"got {type(rng).__name__}")
+
+
+def check_dtype_like(name: str, x, ref, ref_name: str) -> None:
+    """Raise TypeError unless ``x`` has the dtype of ``ref`` (mixing would promote silently)."""
+    if x.dtype != ref.dtype:
+        raise TypeError(f"{name}: expected dtype {ref.dtype} (the dtype of {ref_name}), got {x.dtype}")
+
+
+def check_class_targets(name: str, targets, num_classes: int, ignore_index: int) -> None:
+    """Raise TypeError/ValueError unless ``targets`` holds integers in [0, num_classes)
+    or equal to ``ignore_index`` (the positions a loss skips)."""
+    kind = getattr(getattr(targets, "dtype", None), "kind", None)
+    if kind not in ("i", "u"):
+        raise TypeError(f"{name}: expected an integer array of class indices, "
+                        f"got {getattr(targets, 'dtype', type(targets).__name__)}")
+    bad = ((targets < 0) | (targets >= num_classes)) & (targets != ignore_index)
+    if bool(bad.any()):
+        first = int(targets[bad].reshape(-1)[0])
+        raise ValueError(f"{name}: expected class indices in [0, {num_classes}) or ignore_index "
+                         f"{ignore_index}, got {first} (and {int(bad.sum()) - 1} more out of range)")
+
+
+def check_bool(name: str, x) -> None:
+    """Raise TypeError unless ``x`` is a boolean array (masks: True = may attend)."""
+    if getattr(getattr(x, "dtype", None), "kind", None) != "b":
+        raise TypeError(f"{name}: expected a boolean array, "
+                        f"got {getattr(x, 'dtype', type(x).__name__)}")
+
+
+def check_broadcastable(name: str, x, shape, legend: str = "") -> None:
+    """Raise ValueError unless ``x`` broadcasts to ``shape`` without changing ``shape``:
+    at most len(shape) dimensions, each (aligned from the right) 1 or equal."""
+    target = tuple(shape)
+    given = tuple(getattr(x, "shape", ()))
+    ok = len(given) <= len(target) and all(
+        g in (1, t) for g, t in zip(given[::-1], target[::-1]))
+    if not ok:
+        suffix = f" {legend}" if legend else ""
+        raise ValueError(f"{name}: expected a shape broadcastable to {target}{suffix}, got {given}")
