@@ -21,3 +21,16 @@ def normal_array(seed: int, shape, scale: float = 1.0, dtype=np.float64) -> np.n
 
 scales = st.sampled_from([1e-3, 1.0, 3.0])          # magnitudes for gradient checks
 big_scales = st.sampled_from([1.0, 1e2, 1e4])       # magnitudes for finiteness invariants
+
+
+def integer_ids(seed: int, shape, high: int, dtype=np.int64) -> np.ndarray:
+    """Integers uniform in [0, high) from an explicit generator (token ids, class targets)."""
+    return np.random.default_rng(seed).integers(0, high, size=shape).astype(dtype)
+
+
+@st.composite
+def head_counts(draw, max_heads: int = 4):
+    """(H, K): H query heads and K kv heads, K a divisor of H (K = H multi-head, K = 1 multi-query)."""
+    H = draw(st.integers(1, max_heads))
+    K = draw(st.sampled_from([k for k in range(1, H + 1) if H % k == 0]))
+    return H, K

@@ -1,0 +1,169 @@
+"""Layer normalisation and RMS normalisation over the last axis (the features, C).
+
+LayerNorm (Ba et al., 2016), per row x of C features:
+
+    μ    = mean(x)                       σ² = mean((x - μ)²)      (biased: / C)
+    rstd = 1 / √(σ² + eps)               eps INSIDE the root (PyTorch's convention;
+    xhat = (x - μ) · rstd                σ + eps, as some code has it, is another
+    y    = gamma ⊙ xhat + beta           function): rstd stays finite on a constant row
+
+RMSNorm (Zhang & Sennrich, 2019): no centring and no bias,
+
+    rstd = 1 / √(mean(x²) + eps),        xhat = x · rstd,          y = gamma ⊙ xhat
+
+Shapes: x (..., C) with any leading dimensions, gamma and beta (C,), y like x.
+Both backward passes are the fused one-line formulas; the docstrings show how
+they follow from the chain rule (the lecture does it step by step).
+
+Speed: every mean over the features is a matrix-vector product with the vector
+(1/C, ..., 1/C) and every sum over the rows a product with a vector of ones.
+That is the same arithmetic as ``.mean(axis=-1)`` / ``.sum(axis=0)``, done by
+BLAS, which on NumPy is several times faster for (B, T, C) activations.
+Elementwise steps write into arrays this file just allocated (``out=``, ``*=``).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ..backend import get_xp
+from ..validate import (check_dim, check_dtype_like, check_float, check_min_ndim, check_ndim,
+                        check_number)
+
+
+class LayerNormCache(NamedTuple):
+    xhat: object    # (..., C) the normalised input: dgamma and dx both need it.
+                    # Stored instead of x, so backward does not recompute (x - μ)·rstd.
+    rstd: object    # (..., 1) 1/√(σ² + eps); μ and σ² themselves are not needed again
+    gamma: object   # (C,) the scale, a reference (no copy), for dxhat = dy ⊙ gamma
+
+
+class RMSNormCache(NamedTuple):
+    xhat: object    # (..., C) x · rstd, needed by dgamma and dx (stored, not recomputed)
+    rstd: object    # (..., 1) 1/√(mean(x²) + eps)
+    gamma: object   # (C,) the scale, a reference
+
+
+def _row_mean(a, xp):
+    """Mean over the last axis, keepdims: a @ (1/C, ..., 1/C) as one BLAS product.  (..., 1)"""
+    C = a.shape[-1]
+    avg = xp.full(C, 1.0 / C, dtype=a.dtype)                   # (C,)
+    return (a.reshape(-1, C) @ avg).reshape(a.shape[:-1] + (1,))
+
+
+def _col_sum(a, xp):
+    """Sum over every row (all axes but the last): ones @ a as one BLAS product.  (C,)"""
+    a2 = a.reshape(-1, a.shape[-1])                            # (N, C)
+    return xp.ones(a2.shape[0], dtype=a.dtype) @ a2            # (C,)
+
+
+def _check_norm_inputs(x, gamma, beta, eps) -> float:
+    """Validate the arguments of a norm's forward; returns eps as a Python float."""
+    check_min_ndim("x", x, 1)
+    check_float("x", x)
+    if x.shape[-1] == 0:
+        raise ValueError(f"x: expected at least 1 feature on the last axis, got shape {tuple(x.shape)}")
+    for name, v in (("gamma", gamma), ("beta", beta)):
+        if v is None:
+            continue
+        check_ndim(name, v, 1, "(C,)")
+        check_dim(name, v, 0, x.shape[-1], "C, the last axis of x")
+        check_dtype_like(name, v, x, "x")
+    return check_number("eps", eps, low=0.0, low_open=True)
+
+
+def layernorm_forward(x, gamma, beta, eps: float = 1e-5):
+    """y = gamma ⊙ (x - μ)/√(σ² + eps) + beta, μ and σ² (biased) over the last axis.
+
+    Inputs: x (..., C) floating point; gamma (C,), beta (C,) of x's dtype;
+            eps > 0, added to the variance inside the square root.
+    Returns: y (..., C) of x's dtype, LayerNormCache(xhat, rstd, gamma).
+    """
+    xp = get_xp(x, gamma, beta)
+    eps = _check_norm_inputs(x, gamma, beta, eps)
+    mu = _row_mean(x, xp)                                      # (..., 1)
+    xhat = x - mu                                              # (..., C) fresh: x - μ for now
+    y = xp.multiply(xhat, xhat)                                # (..., C) (x - μ)², y's buffer reused below
+    var = _row_mean(y, xp)                                     # (..., 1) σ², biased
+    var += eps
+    rstd = 1.0 / xp.sqrt(var)                                  # (..., 1)
+    xhat *= rstd                                               # (..., C) xhat = (x - μ) · rstd
+    xp.multiply(xhat, gamma, out=y)                            # (..., C) gamma ⊙ xhat
+    y += beta
+    return y, LayerNormCache(xhat, rstd, gamma)
+
+
+def layernorm_backward(dy, cache: LayerNormCache):
+    """Gradients of y = gamma ⊙ xhat + beta, xhat = (x - μ) · rstd.
+
+        dbeta  = Σ_rows dy                        dgamma = Σ_rows dy ⊙ xhat
+        dxhat  = dy ⊙ gamma
+        dx     = rstd/C · (C·dxhat - Σ_c dxhat - xhat · Σ_c (dxhat ⊙ xhat))
+
+    How dx follows, within one row: ∂μ/∂x_i = 1/C, ∂σ²/∂x_i = 2(x_i - μ)/C, hence
+    ∂rstd/∂x_i = -rstd³ (x_i - μ)/C = -rstd² xhat_i / C and
+
+        ∂xhat_j/∂x_i = rstd (δ_ij - 1/C) - rstd xhat_j xhat_i / C.
+
+    Summing dxhat_j ∂xhat_j/∂x_i over j gives the line above. The code evaluates
+    it with 1/C moved inside: dx = rstd · (dxhat - mean(dxhat) - xhat · mean(dxhat ⊙ xhat)).
+
+    Inputs: dy (..., C), the cache. Returns: dx (..., C), dgamma (C,), dbeta (C,).
+    """
+    xp = get_xp(dy)
+    xhat, rstd, gamma = cache
+    dbeta = _col_sum(dy, xp)                                   # (C,)   from y = ... + beta
+    t = dy * xhat                                              # (..., C) scratch
+    dgamma = _col_sum(t, xp)                                   # (C,)   from y = gamma ⊙ xhat
+    dxhat = dy * gamma                                         # (..., C)
+    mean_dxhat = _row_mean(dxhat, xp)                          # (..., 1)
+    xp.multiply(dxhat, xhat, out=t)                            # (..., C) dxhat ⊙ xhat
+    mean_dxhat_xhat = _row_mean(t, xp)                         # (..., 1)
+    dx = dxhat                                                 # reuse dxhat's buffer for dx
+    dx -= mean_dxhat
+    xp.multiply(xhat, mean_dxhat_xhat, out=t)                  # (..., C)
+    dx -= t
+    dx *= rstd                                                 # (..., C)
+    return dx, dgamma, dbeta
+
+
+def rmsnorm_forward(x, gamma, eps: float = 1e-6):
+    """y = x / √(mean(x²) + eps) ⊙ gamma, the mean over the last axis.
+
+    Inputs: x (..., C) floating point; gamma (C,) of x's dtype; eps > 0.
+    Returns: y (..., C) of x's dtype, RMSNormCache(xhat, rstd, gamma).
+    """
+    xp = get_xp(x, gamma)
+    eps = _check_norm_inputs(x, gamma, None, eps)
+    y = xp.multiply(x, x)                                      # (..., C) x², y's buffer reused below
+    ms = _row_mean(y, xp)                                      # (..., 1) mean(x²)
+    ms += eps
+    rstd = 1.0 / xp.sqrt(ms)                                   # (..., 1)
+    xhat = x * rstd                                            # (..., C)
+    xp.multiply(xhat, gamma, out=y)                            # (..., C)
+    return y, RMSNormCache(xhat, rstd, gamma)
+
+
+def rmsnorm_backward(dy, cache: RMSNormCache):
+    """Gradients of y = gamma ⊙ xhat, xhat = x · rstd, rstd = (mean(x²) + eps)^(-1/2).
+
+        dgamma = Σ_rows dy ⊙ xhat          dxhat = dy ⊙ gamma
+        dx     = rstd/C · (C·dxhat - xhat · Σ_c (dxhat ⊙ xhat))
+
+    How dx follows: ∂rstd/∂x_i = -rstd³ x_i / C, so
+    ∂xhat_j/∂x_i = rstd (δ_ij - xhat_j xhat_i / C); LayerNorm's formula without the
+    mean terms, since nothing is centred. Evaluated as rstd · (dxhat - xhat · mean(dxhat ⊙ xhat)).
+
+    Inputs: dy (..., C), the cache. Returns: dx (..., C), dgamma (C,).
+    """
+    xp = get_xp(dy)
+    xhat, rstd, gamma = cache
+    t = dy * xhat                                              # (..., C) scratch
+    dgamma = _col_sum(t, xp)                                   # (C,)
+    dxhat = dy * gamma                                         # (..., C)
+    xp.multiply(dxhat, xhat, out=t)                            # (..., C) dxhat ⊙ xhat
+    mean_dxhat_xhat = _row_mean(t, xp)                         # (..., 1)
+    dx = dxhat                                                 # reuse dxhat's buffer for dx
+    xp.multiply(xhat, mean_dxhat_xhat, out=t)                  # (..., C)
+    dx -= t
+    dx *= rstd                                                 # (..., C)
+    return dx, dgamma
