@@ -159,3 +159,10 @@ def check_broadcastable(name: str, x, shape, legend: str = "") -> None:
     if not ok:
         suffix = f" {legend}" if legend else ""
         raise ValueError(f"{name}: expected a shape broadcastable to {target}{suffix}, got {given}")
+
+
+def check_even(name: str, x, axis: int, what: str) -> None:
+    """Raise ValueError unless ``x.shape[axis]`` is even (``what`` names the two halves)."""
+    if x.shape[axis] % 2:
+        raise ValueError(f"{name}: expected an even size ({what}) on axis {axis}, "
+                         f"got shape {tuple(x.shape)}")

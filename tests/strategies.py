@@ -34,3 +34,12 @@ def head_counts(draw, max_heads: int = 4):
     H = draw(st.integers(1, max_heads))
     K = draw(st.sampled_from([k for k in range(1, H + 1) if H % k == 0]))
     return H, K
+
+
+def uniform_array(seed: int, shape, bound: float, dtype=np.float64) -> np.ndarray:
+    """A contiguous array uniform in [-bound, bound] from an explicit generator."""
+    return np.random.default_rng(seed).uniform(-bound, bound, shape).astype(dtype)
+
+
+# Magnitudes for activation inputs: the middle, the bend, and the tails up to |x| = 30.
+activation_bounds = st.sampled_from([1.0, 5.0, 30.0])

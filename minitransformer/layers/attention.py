@@ -1,0 +1,341 @@
+"""Multi-head attention as a Module: projections, heads, positions, masks, KV cache.
+
+    self-attention:   [Q | K | V] = x W_qkv + b_qkv           x (B, T, C)
+    cross-attention:  Q = x W_q + b_q,  [K | V] = memory W_kv + b_kv     memory (B, S, C)
+    heads:            Q (B, H, T, D),  K, V (B, K, S, D)       D = C / H, K kv heads
+    RoPE (optional):  Q, K rotated by their absolute positions
+    O = attention(Q, K, V, mask, ALiBi bias)                   functional/attention.py
+    y = merge_heads(O) W_o + b_o                               (B, T, C)
+
+Parameters. Self-attention keeps ONE fused matrix W_qkv (C, (H + 2K)·D), so the
+three projections are a single matrix product per step; its column blocks are
+    W_qkv[:, :H·D] = W_q,   W_qkv[:, H·D:(H+K)·D] = W_k,   W_qkv[:, (H+K)·D:] = W_v
+(the layout of GPT-2's c_attn when K = H), and b_qkv is split the same way.
+Cross-attention projects two different inputs, so it keeps W_q (C, H·D) and
+W_kv (C, 2K·D) = [W_k | W_v]. Both have W_o (H·D, C), initialised with ``out_std``
+so a model can scale the projections that feed the residual stream (GPT-2 uses
+0.02 / √(2·n_layer)). Every weight is N(0, std²), every bias 0.
+
+Masks come from functional/masks.py: the causal or sliding-window mask is built
+once per (T, S) and kept (likewise the ALiBi bias), the key padding mask is
+combined with it at each call.
+
+Incremental decoding: ``forward(x, kv_cache=cache)`` takes only the NEW tokens.
+Self-attention appends their keys and values to the cache and places the new
+queries after the cached positions (RoPE angles, ALiBi distances, causal and
+window masks all use the offset ``cache.length``); cross-attention projects the
+memory on the first call only and reads it from the cache afterwards. A cached
+forward keeps no backward cache: it is for generation, not training.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .. import init
+from ..backend import default_rng, get_xp
+from ..functional import masks
+from ..functional.alibi import alibi_bias, alibi_slopes
+from ..functional.attention import attention_backward, attention_forward
+from ..functional.linear import linear_backward, linear_forward
+from ..functional.rope import LAYOUTS, rope_backward, rope_forward
+from ..validate import (check_bool, check_broadcastable, check_choice, check_dim, check_dtype_like,
+                        check_float, check_int, check_ndim, check_number, check_same_shape)
+from .module import Module
+
+_MEMO_SIZE = 8   # masks / ALiBi biases kept per layer, for the (T, S) shapes seen last
+
+
+class KVCache:
+    """The keys and values of the positions seen so far, for ONE attention layer.
+
+    ``k``, ``v``: (B, K, length, D) views of buffers that grow by doubling their
+    capacity, so appending one token copies only that token (amortised): plain
+    concatenation would copy the whole prefix at every step, O(S²) per sequence.
+    Self-attention appends every call (keys already rotated when RoPE is on);
+    cross-attention stores the projected memory on its first call.
+    """
+
+    def __init__(self):
+        self._k = None           # (B, K, capacity, D) buffer
+        self._v = None           # (B, K, capacity, Dv) buffer
+        self.length = 0          # positions held
+
+    @property
+    def k(self):
+        return None if self._k is None else self._k[:, :, :self.length]    # (B, K, length, D)
+
+    @property
+    def v(self):
+        return None if self._v is None else self._v[:, :, :self.length]    # (B, K, length, Dv)
+
+    def append(self, k_new, v_new):
+        """Append (B, K, T, D) keys and values; returns all keys and values, (B, K, length, D) views."""
+        if self._k is not None and (k_new.shape[:2] != self._k.shape[:2] or
+                                    k_new.shape[3] != self._k.shape[3] or k_new.dtype != self._k.dtype):
+            raise ValueError(f"kv_cache: holds keys (B, K, ·, D) = {tuple(self.k.shape)} {self._k.dtype}, "
+                             f"got new keys {tuple(k_new.shape)} {k_new.dtype}: use one cache per "
+                             "layer and per batch")
+        end = self.length + k_new.shape[2]
+        if self._k is None or end > self._k.shape[2]:
+            self._grow(k_new, v_new, max(end, 2 * self.length))
+        self._k[:, :, self.length:end] = k_new
+        self._v[:, :, self.length:end] = v_new
+        self.length = end
+        return self.k, self.v
+
+    def reorder(self, index) -> None:
+        """Keep batch rows ``index`` (an integer array), e.g. the surviving beams of a beam search."""
+        if self._k is not None:
+            self._k, self._v = self._k[index], self._v[index]
+
+    def _grow(self, k_new, v_new, capacity: int) -> None:
+        xp = get_xp(k_new)
+        B, K, _, D = k_new.shape
+        k_buf = xp.empty((B, K, capacity, D), dtype=k_new.dtype)
+        v_buf = xp.empty((B, K, capacity, v_new.shape[3]), dtype=v_new.dtype)
+        if self.length:
+            k_buf[:, :, :self.length] = self.k
+            v_buf[:, :, :self.length] = self.v
+        self._k, self._v = k_buf, v_buf
+
+
+class MHACache(NamedTuple):
+    proj: object             # LinearCache of the fused W_qkv (self) or of W_q (cross)
+    proj_kv: object          # LinearCache of W_kv (cross), else None
+    rope: object             # RopeCache shared by q and k (same positions), or None
+    attn: object             # AttentionCache, holds the probabilities P (B, H, T, S)
+    out: object              # LinearCache of W_o
+
+
+class MultiHeadAttention(Module):
+    """Multi-head (grouped-query when n_kv_head < n_head) self- or cross-attention.
+
+    forward(x, memory=None, key_padding_mask=None, kv_cache=None) -> y (B, T, C)
+        x (B, T, C); memory (B, S, C), required iff ``cross`` (with a kv_cache it is read
+        on the first call only, later calls may pass None); key_padding_mask bool (B, S),
+        True = real token, or a bool
+        array broadcastable to (B, H, T, S). With a self-attention kv_cache, S counts
+        the cached positions plus the new ones.
+    backward(dy) -> dx for self-attention, (dx, dmemory) for cross-attention.
+    attention_probs() -> P (B, H, T, S) of the pending forward (for plots), or None.
+    """
+
+    def __init__(self, d_model: int, n_head: int, *, n_kv_head: int | None = None, bias: bool = True,
+                 causal: bool = False, cross: bool = False, rope: bool = False,
+                 rope_layout: str = "interleaved", rope_base: float = 10000.0, alibi: bool = False,
+                 window: int | None = None, rng=None, std: float | None = None,
+                 out_std: float | None = None, dtype=np.float32):
+        super().__init__()
+        C = check_int("d_model", d_model, low=1)
+        H = check_int("n_head", n_head, low=1)
+        K = H if n_kv_head is None else check_int("n_kv_head", n_kv_head, low=1)
+        self._check_config(C, H, K, causal, cross, rope, rope_layout, alibi, window)
+        self.n_head, self.n_kv_head, self.head_dim = H, K, C // H
+        self.causal, self.cross, self.window = causal, cross, window
+        self.rope, self.rope_layout = rope, rope_layout
+        self.rope_base = check_number("rope_base", rope_base, low=0.0, low_open=True)
+        self.slopes = alibi_slopes(H) if alibi else None
+        self._init_params(C, H, K, bias, default_rng(rng), std, out_std, dtype)
+        self._masks, self._biases = {}, {}     # (T, S) -> mask / ALiBi bias, built once
+        self._decoding = False                 # True after a forward with a kv_cache
+
+    @staticmethod
+    def _check_config(C, H, K, causal, cross, rope, rope_layout, alibi, window):
+        if C % H:
+            raise ValueError(f"d_model: expected a multiple of n_head={H}, got {C}")
+        if H % K:
+            raise ValueError(f"n_kv_head: expected a divisor of n_head={H}, got {K}")
+        check_choice("rope_layout", rope_layout, LAYOUTS)
+        if rope and (C // H) % 2:
+            raise ValueError(f"rope: RoPE rotates pairs, so the head dim d_model/n_head must be even, "
+                             f"got {C}/{H} = {C // H}")
+        if window is not None:
+            check_int("window", window, low=1)
+            if not causal:
+                raise ValueError("window: the sliding window looks back only (it is a causal mask); "
+                                 f"expected causal=True with window={window}, got causal=False")
+        if cross and (causal or rope or alibi or window is not None):
+            raise ValueError("cross: cross-attention has no shared time axis between queries and keys; "
+                             "expected causal, rope, alibi and window off, got "
+                             f"causal={causal}, rope={rope}, alibi={alibi}, window={window}")
+
+    def _init_params(self, C, H, K, bias, rng, std, out_std, dtype):
+        std = 0.02 if std is None else check_number("std", std, low=0.0)
+        out_std = std if out_std is None else check_number("out_std", out_std, low=0.0)
+        D = C // H
+        blocks = [("W_q", "b_q", H * D), ("W_kv", "b_kv", 2 * K * D)] if self.cross else \
+                 [("W_qkv", "b_qkv", (H + 2 * K) * D)]
+        for W_name, b_name, width in blocks:
+            self.add_param(W_name, init.normal(rng, (C, width), std, dtype))
+            if bias:
+                self.add_param(b_name, init.zeros(width, dtype))
+        self.add_param("W_o", init.normal(rng, (H * D, C), out_std, dtype))
+        if bias:
+            self.add_param("b_o", init.zeros(C, dtype))
+
+    # ------------------------------------------------------------------ forward
+    def forward(self, x, memory=None, key_padding_mask=None, kv_cache=None):
+        S = self._check_inputs(x, memory, kv_cache)                          # the number of keys
+        (B, T, _), xp = x.shape, get_xp(x)
+        padding = self._padding_mask(key_padding_mask, B, T, S)   # checked before the cache grows
+        if self.cross:
+            q, k, v, caches = self._project_cross(x, memory, kv_cache)
+        else:
+            q, k, v, caches = self._project_self(x, kv_cache)
+        mask = masks.combine_masks(self._time_mask(T, S, xp), padding)
+        bias = self._alibi_bias(T, S, xp) if self.slopes is not None else None
+        o, attn = attention_forward(q, k, v, mask, bias)                     # (B, H, T, D)
+        y, out = linear_forward(_merge_heads(o), self.W_o, self.params.get("b_o"))  # (B, T, C)
+        self._decoding = kv_cache is not None
+        self._save(None if self._decoding else MHACache(*caches, attn, out))
+        return y
+
+    def _project_self(self, x, kv_cache):
+        """x -> q (B, H, T, D), k, v (B, K, S, D) and the caches (proj, None, rope)."""
+        H, K = self.n_head, self.n_kv_head
+        qkv, proj = linear_forward(x, self.W_qkv, self.params.get("b_qkv"))  # (B, T, (H+2K)·D)
+        heads = _split_heads(qkv, self.head_dim)                             # (B, H+2K, T, D) view
+        qk, v = heads[:, :H + K], heads[:, H + K:]                           # (B, H+K, T, D), (B, K, T, D)
+        rope = None
+        if self.rope:   # q and k sit side by side: one call rotates both with one table
+            offset = kv_cache.length if kv_cache is not None else 0
+            qk, rope = rope_forward(qk, offset, self.rope_base, self.rope_layout)  # (B, H+K, T, D)
+        q, k = qk[:, :H], qk[:, H:]                                          # (B, H, T, D), (B, K, T, D)
+        if kv_cache is not None:
+            k, v = kv_cache.append(k, v)                                     # (B, K, S, D), S = past + T
+        return q, k, v, (proj, None, rope)
+
+    def _project_cross(self, x, memory, kv_cache):
+        """x, memory -> q (B, H, T, D), k, v (B, K, S, D) and the caches (proj, proj_kv, None)."""
+        K = self.n_kv_head
+        q, proj = linear_forward(x, self.W_q, self.params.get("b_q"))        # (B, T, H·D)
+        q = _split_heads(q, self.head_dim)                                   # (B, H, T, D) view
+        if kv_cache is not None and kv_cache.length:                         # memory projected already
+            return q, kv_cache.k, kv_cache.v, (proj, None, None)
+        kv, proj_kv = linear_forward(memory, self.W_kv, self.params.get("b_kv"))  # (B, S, 2K·D)
+        heads = _split_heads(kv, self.head_dim)                              # (B, 2K, S, D) view
+        k, v = heads[:, :K], heads[:, K:]                                    # (B, K, S, D) each
+        if kv_cache is not None:
+            k, v = kv_cache.append(k, v)
+        return q, k, v, (proj, proj_kv, None)
+
+    # ----------------------------------------------------------------- backward
+    def backward(self, dy):
+        if self._decoding:
+            raise RuntimeError("MultiHeadAttention.backward() after a forward with a kv_cache: "
+                               "incremental decoding keeps no backward cache; run forward "
+                               "without kv_cache to train")
+        proj, proj_kv, rope, attn, out = self._pop_cache()
+        do, dW_o, db_o = linear_backward(dy, out)                            # (B, T, H·D)
+        self._accumulate_pair("W_o", dW_o, "b_o", db_o)
+        dq, dk, dv = attention_backward(_split_heads(do, self.head_dim), attn)[:3]  # ALiBi: no gradient
+        if self.cross:
+            dx, dW_q, db_q = linear_backward(_merge_heads(dq), proj)         # (B, T, C)
+            self._accumulate_pair("W_q", dW_q, "b_q", db_q)
+            dmemory, dW_kv, db_kv = linear_backward(_merge_heads(dk, dv), proj_kv)  # (B, S, C)
+            self._accumulate_pair("W_kv", dW_kv, "b_kv", db_kv)
+            return dx, dmemory
+        if rope is not None:
+            dq, dk = rope_backward(dq, rope), rope_backward(dk, rope)
+        dx, dW_qkv, db_qkv = linear_backward(_merge_heads(dq, dk, dv), proj)  # (B, T, C)
+        self._accumulate_pair("W_qkv", dW_qkv, "b_qkv", db_qkv)
+        return dx
+
+    def _accumulate_pair(self, W_name, dW, b_name, db) -> None:
+        self._accumulate(W_name, dW)
+        if db is not None:
+            self._accumulate(b_name, db)
+
+    def attention_probs(self):
+        """P (B, H, T, S) of the pending forward, for plots; None if there is none."""
+        return None if self._cache is None else self._cache.attn.probs
+
+    # -------------------------------------------------------- masks and biases
+    def _time_mask(self, T, S, xp):
+        """The causal or sliding-window mask (T, S), built once per (T, S); None if neither."""
+        if not self.causal:
+            return None
+        if self.window is not None:
+            build = lambda: masks.sliding_window_mask(T, self.window, S, xp=xp)  # noqa: E731
+        else:
+            build = lambda: masks.causal_mask(T, S, xp=xp)                       # noqa: E731
+        return _memo(self._masks, (T, S), build)
+
+    def _alibi_bias(self, T, S, xp):
+        """ALiBi's (H, T, S) bias in the parameters' dtype, built once per (T, S)."""
+        return _memo(self._biases, (T, S),
+                     lambda: alibi_bias(self.slopes, T, S, dtype=self.W_o.dtype, xp=xp))
+
+    def _padding_mask(self, key_padding_mask, B, T, S):
+        """(B, S) True = real token -> (B, 1, 1, S); a 4-D mask passes through, checked."""
+        if key_padding_mask is None:
+            return None
+        check_bool("key_padding_mask", key_padding_mask)
+        if key_padding_mask.ndim == 2:
+            check_same_shape("key_padding_mask", key_padding_mask, (B, S))
+            return masks.key_padding_mask(padding=~key_padding_mask)        # (B, 1, 1, S)
+        check_broadcastable("key_padding_mask", key_padding_mask, (B, self.n_head, T, S), "(B, H, T, S)")
+        return key_padding_mask
+
+    def _after_move(self, fn) -> None:
+        self._masks, self._biases = {}, {}     # rebuilt on the new device / in the new dtype
+
+    # ------------------------------------------------------------------ checks
+    def _check_inputs(self, x, memory, kv_cache) -> int:
+        """Check the inputs of forward; returns S, the number of keys the queries will see."""
+        C = self.W_o.shape[1]
+        check_ndim("x", x, 3, "(B, T, C)")
+        check_dim("x", x, 2, C, "C = d_model")
+        check_float("x", x)
+        check_dtype_like("x", x, self.W_o, "the parameters")
+        if kv_cache is not None and not isinstance(kv_cache, KVCache):
+            raise TypeError(f"kv_cache: expected a KVCache or None, got {type(kv_cache).__name__}")
+        past = kv_cache.length if kv_cache is not None else 0
+        if not self.cross:
+            if memory is not None:
+                raise ValueError("memory: expected None for self-attention (construct with cross=True "
+                                 f"to attend to a memory), got shape {tuple(memory.shape)}")
+            return past + x.shape[1]                        # the cached keys, then the new ones
+        if past:                                            # the memory is in the cache already
+            return past
+        if memory is None:
+            raise ValueError("memory: cross-attention expected the memory (B, S, C), got None")
+        check_ndim("memory", memory, 3, "(B, S, C)")
+        check_dim("memory", memory, 0, x.shape[0], "B, the batch of x")
+        check_dim("memory", memory, 2, C, "C = d_model")
+        check_dtype_like("memory", memory, x, "x")
+        return memory.shape[1]
+
+
+def _split_heads(h, D: int):
+    """(B, T, n·D) -> (B, n, T, D): a view, head i = columns i·D .. (i+1)·D - 1."""
+    B, T, _ = h.shape
+    return h.reshape(B, T, -1, D).transpose(0, 2, 1, 3)
+
+
+def _merge_heads(*parts):
+    """(B, n_i, T, D) arrays -> one (B, T, Σn_i·D) array: the heads side by side, in order.
+
+    The inverse of _split_heads (and of splitting the result into the parts): the
+    loop runs over the at most three parts (q, k, v), not over heads.
+    """
+    B, _, T, D = parts[0].shape
+    n = sum(p.shape[1] for p in parts)
+    merged = get_xp(parts[0]).empty((B, T, n * D), dtype=parts[0].dtype)  # (B, T, n·D)
+    heads = _split_heads(merged, D)                                        # (B, n, T, D) view
+    start = 0
+    for p in parts:
+        heads[:, start:start + p.shape[1]] = p
+        start += p.shape[1]
+    return merged
+
+
+def _memo(table: dict, key, build):
+    """table[key], built by build() on first use; the oldest entry goes when the table is full."""
+    if key not in table:
+        if len(table) >= _MEMO_SIZE:
+            table.pop(next(iter(table)))
+        table[key] = build()
+    return table[key]
