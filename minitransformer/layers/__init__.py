@@ -1,3 +1,13 @@
 """Modules: own parameters and gradients, call ``functional/`` for the math."""
-from .module import Module
+from .activation import GEGLU, GELU, ReLU, SiLU, SwiGLU, make_activation
+from .attention import KVCache, MultiHeadAttention
+from .blocks import BlockSpec, DecoderBlock, EncoderBlock
+from .dropout import Dropout
+from .embedding import Embedding
+from .ffn import FeedForward
 from .linear import Linear
+from .lm_head import LMHead
+from .module import Module, ModuleList
+from .norm import LayerNorm, RMSNorm, make_norm
+from .positions import LearnedPositionEmbedding
+from .residual import Residual

@@ -184,3 +184,21 @@ class Module:
 def _device_name(a) -> str:
     from ..backend import device_of
     return device_of(a)
+
+
+class ModuleList(Module):
+    """An ordered list of child modules named "0", "1", ... (dotted names blocks.0.W)."""
+
+    def __init__(self, modules=()):
+        super().__init__()
+        for i, m in enumerate(modules):
+            self.add_child(str(i), m)
+
+    def __len__(self) -> int:
+        return len(self.children)
+
+    def __iter__(self):
+        return iter(self.children.values())
+
+    def __getitem__(self, i: int) -> Module:
+        return list(self.children.values())[i]

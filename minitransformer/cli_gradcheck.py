@@ -1,0 +1,65 @@
+"""`python -m minitransformer gradcheck`: every backward against central differences.
+
+Runs the public checker (gradcheck.py) in float64 on each layer with small random
+inputs and a random upstream gradient, prints one table per layer, and exits 1 if
+any tensor is NOT OK. The same calls are how a student checks their own layer.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .gradcheck import check_module, check_pair
+
+
+def layer_checks(seed: int = 0):
+    """(name, thunk) pairs; each thunk runs one check and returns its GradcheckResult."""
+    from .functional.softmax import log_softmax_backward, log_softmax_forward, softmax_backward, softmax_forward
+    from .functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
+    from .functional.attention import attention_backward, attention_forward
+    from .functional.masks import causal_mask
+    from .layers.activation import make_activation
+    from .layers.attention import MultiHeadAttention
+    from .layers.embedding import Embedding
+    from .layers.linear import Linear
+    from .layers.norm import LayerNorm, RMSNorm
+    from .models import GPT, GPTConfig
+
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((2, 5, 8))                                   # (B, T, C)
+    q, k, v = (rng.standard_normal((2, 2, 5, 4)) for _ in range(3))     # (B, H, T, D)
+    f64 = np.float64
+    checks = [
+        ("linear", lambda: check_module(Linear(8, 6, rng=seed).astype(f64), x, seed=seed)),
+        ("layernorm", lambda: check_module(LayerNorm(8).astype(f64), x, seed=seed)),
+        ("rmsnorm", lambda: check_module(RMSNorm(8).astype(f64), x, seed=seed)),
+        ("softmax", lambda: check_pair(softmax_forward, softmax_backward, {"x": x}, seed=seed)),
+        ("log_softmax", lambda: check_pair(log_softmax_forward, log_softmax_backward, {"x": x}, seed=seed)),
+        ("cross_entropy", lambda: check_pair(cross_entropy_forward, cross_entropy_backward,
+                                             {"logits": x, "targets": rng.integers(0, 8, (2, 5))},
+                                             kwargs={"label_smoothing": 0.1}, wrt=("logits",), seed=seed)),
+        ("embedding", lambda: check_module(Embedding(7, 8, rng=seed).astype(f64),
+                                           rng.integers(0, 7, (2, 5)), seed=seed)),
+        ("attention (causal)", lambda: check_pair(attention_forward, attention_backward,
+                                                  {"q": q, "k": k, "v": v, "mask": causal_mask(5)},
+                                                  wrt=("q", "k", "v"), seed=seed)),
+        ("multi-head attention", lambda: check_module(
+            MultiHeadAttention(8, 2, causal=True, rng=seed).astype(f64), x, seed=seed)),
+    ]
+    for name in ("relu", "gelu", "gelu_tanh", "silu", "geglu", "swiglu"):
+        checks.append((name, lambda name=name: check_module(make_activation(name), x, seed=seed)))
+    tiny = GPTConfig(vocab_size=11, block_size=6, n_layer=2, n_head=2, n_embd=8)
+    checks.append(("GPT (whole model)", lambda: check_module(GPT(tiny, rng=seed, dtype=f64),
+                                                             rng.integers(0, 11, (2, 5)), seed=seed)))
+    return checks
+
+
+def run_gradcheck(args) -> int:
+    failed = []
+    for name, thunk in layer_checks(args.seed):
+        result = thunk()
+        print(f"\n== {name}: max relative error {result.max_rel_error:.2e}")
+        print(result)
+        if not result.ok:
+            failed.append(name)
+    print(f"\n{'all layers OK' if not failed else 'NOT OK: ' + ', '.join(failed)}")
+    return 1 if failed else 0

@@ -1,0 +1,169 @@
+"""`python -m minitransformer train`: build a model and its task from arguments, train, report.
+
+    train                                   a small GPT on the Python help topics (character level)
+    train --model seq2seq --task reverse    the original encoder-decoder on a synthetic task
+    train --model encoder --task mlm        a BERT-like encoder with masked-language modelling
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+import numpy as np
+
+from .data import BOS, EOS, load_text, train_val_split
+from .models import GPT, Encoder, EncoderConfig, GPTConfig, Seq2Seq, Seq2SeqConfig
+from .tasks import LanguageModelTask, MaskedLMTask, SequenceTaskData
+from .train import TrainConfig, TrainingDiverged, train
+
+SEQ_VOCAB = 16          # PAD, BOS, EOS and 13 symbols for the synthetic tasks
+SEQ_LENGTHS = (4, 12)   # source lengths of the synthetic tasks
+
+
+def add_train_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", choices=("gpt", "seq2seq", "encoder"), default="gpt",
+                   help="model family (default: gpt)")
+    p.add_argument("--task", choices=("lm", "copy", "reverse", "sort", "mlm"), default=None,
+                   help="gpt: lm; seq2seq: copy | reverse | sort (default reverse); encoder: mlm")
+    p.add_argument("--data", default=None, help="a UTF-8 text file (default: Python's own help topics)")
+    p.add_argument("--tokenizer", choices=("char", "bpe"), default="char", help="text tokenizer (default: char)")
+    p.add_argument("--vocab-size", type=int, default=512, help="BPE vocabulary size (with --tokenizer bpe)")
+    p.add_argument("--steps", type=int, default=None, help="optimizer steps (default: 2000 gpt, 1500 seq2seq, 1000 mlm)")
+    p.add_argument("--batch-size", type=int, default=None, help="sequences per step (default: 12; seq2seq 64)")
+    p.add_argument("--block-size", type=int, default=64, help="context length in tokens (default: 64)")
+    p.add_argument("--n-layer", type=int, default=None, help="blocks per stack (default: 4; seq2seq 2)")
+    p.add_argument("--n-head", type=int, default=4, help="attention heads (default: 4)")
+    p.add_argument("--n-embd", type=int, default=128, help="model width d_model (default: 128)")
+    p.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (default: 1e-3)")
+    p.add_argument("--dropout", type=float, default=0.0, help="dropout probability (default: 0)")
+    p.add_argument("--position", choices=("learned", "sinusoidal", "rope", "alibi", "none"), default=None,
+                   help="position encoding (default: learned; seq2seq sinusoidal)")
+    p.add_argument("--eval-interval", type=int, default=500, help="steps between evaluations (default: 500)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the weights and the batches (default: 0)")
+    p.add_argument("--out", default=None, help="output folder for checkpoint and loss curve (default: runs/MODEL)")
+    p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out, bit for bit")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="cuda needs CuPy (default: cpu)")
+
+
+def build(args):
+    """(model, task, TrainConfig, meta) from the parsed arguments."""
+    steps_default = {"gpt": 2000, "seq2seq": 1500, "encoder": 1000}[args.model]
+    cfg = TrainConfig(steps=args.steps or steps_default, lr=args.lr, seed=args.seed,
+                      eval_interval=min(args.eval_interval, args.steps or steps_default))
+    batch = args.batch_size or (64 if args.model == "seq2seq" else 12)
+    if args.model == "seq2seq":
+        task_name = args.task or "reverse"
+        if task_name not in ("copy", "reverse", "sort"):
+            raise ValueError(f"--task: seq2seq trains on copy, reverse or sort, got {task_name!r}")
+        config = Seq2SeqConfig(vocab_size=SEQ_VOCAB, block_size=SEQ_LENGTHS[1] + 2, n_layer=args.n_layer or 2,
+                               n_head=args.n_head, n_embd=args.n_embd, dropout=args.dropout,
+                               position=args.position or "sinusoidal")
+        task = SequenceTaskData(task_name, SEQ_VOCAB, SEQ_LENGTHS, batch, seed=args.seed)
+        model = Seq2Seq(config, rng=args.seed)
+        return model, task, cfg, {"family": "seq2seq", "config": config.to_dict(), "task": task_name}
+    tokenizer, ids = _tokenize(args)
+    train_ids, val_ids = train_val_split(ids)
+    common = dict(block_size=args.block_size, n_layer=args.n_layer or 4, n_head=args.n_head,
+                  n_embd=args.n_embd, dropout=args.dropout, position=args.position or "learned")
+    meta_tok = {"tokenizer": tokenizer.to_dict()}
+    if args.model == "encoder":
+        if args.task not in (None, "mlm"):
+            raise ValueError(f"--task: the encoder trains on mlm, got {args.task!r}")
+        V = tokenizer.vocab_size + 1                   # one extra id: [MASK]
+        config = EncoderConfig(vocab_size=V, **common)
+        task = MaskedLMTask(train_ids, val_ids, args.block_size, batch, V, mask_id=V - 1)
+        model = Encoder(config, rng=args.seed)
+        return model, task, cfg, {"family": "encoder", "config": config.to_dict(), **meta_tok}
+    if args.task not in (None, "lm"):
+        raise ValueError(f"--task: gpt trains on lm, got {args.task!r}")
+    config = GPTConfig(vocab_size=tokenizer.vocab_size, **common)
+    task = LanguageModelTask(train_ids, val_ids, args.block_size, batch)
+    return GPT(config, rng=args.seed), task, cfg, {"family": "gpt", "config": config.to_dict(), **meta_tok}
+
+
+def _tokenize(args):
+    text = load_text(args.data)
+    if args.tokenizer == "bpe":
+        from .tokenizers import ByteBPETokenizer
+        tokenizer = ByteBPETokenizer.train(text, args.vocab_size)
+    else:
+        from .tokenizers import CharTokenizer
+        tokenizer = CharTokenizer.from_text(text)
+    return tokenizer, np.asarray(tokenizer.encode(text), dtype=np.int64)
+
+
+def run_train(args) -> int:
+    try:
+        model, task, cfg, meta = build(args)
+    except (ValueError, TypeError, OSError) as e:
+        print(f"error: {e}")
+        return 2
+    out = args.out or os.path.join("runs", meta["family"])
+    ckpt = os.path.join(out, "checkpoint.npz")
+    if args.resume and not os.path.isfile(ckpt):
+        print(f"error: --resume: no checkpoint at {ckpt}")
+        return 2
+    if args.device != "cpu":
+        model.to(args.device)
+    print(f"{meta['family']}: {model.num_parameters():,} parameters | {cfg.steps} steps | checkpoint {ckpt}")
+    try:
+        result = train(model, task, cfg, checkpoint_path=ckpt, resume=args.resume, meta=meta, device=args.device)
+    except TrainingDiverged as e:
+        print(f"error: {e}")
+        return 1
+    print(f"trained in {result.seconds:.1f} s | final loss: train {result.final_train_loss:.4f} | "
+          f"val {result.final_val_loss:.4f} ({cfg.final_eval_batches} batches each)")
+    _plot_losses(result, os.path.join(out, "loss.png"))
+    _report(model, task, meta, args)
+    with open(os.path.join(out, "result.json"), "w") as f:
+        json.dump({"seconds": result.seconds, "train_loss": result.final_train_loss,
+                   "val_loss": result.final_val_loss, "evals": result.evals}, f)
+    return 0
+
+
+def _plot_losses(result, path) -> None:
+    from .plots import loss_curve
+    loss_curve(result.history, result.evals, path=path)
+    print(f"loss curve: {path}")
+
+
+def _report(model, task, meta, args) -> None:
+    """What the trained model does: a text sample, or held-out accuracy."""
+    model.eval()
+    if meta["family"] == "gpt":
+        from .generate import generate
+        from .tokenizers import tokenizer_from_dict
+        tok = tokenizer_from_dict(meta["tokenizer"])
+        prompt = "The "
+        ids = generate(model, np.asarray([tok.encode(prompt)]), max_new_tokens=200, strategy="sample",
+                       temperature=0.8, top_k=None, rng=np.random.default_rng(args.seed))
+        print("sample:\n" + tok.decode(ids[0].tolist()))
+    elif meta["family"] == "seq2seq":
+        acc = sequence_accuracy(model, task)
+        print(f"held-out exact-match accuracy ({meta['task']}, greedy decoding): {acc:.2%}")
+    else:
+        print("masked-token accuracy on validation batches: "
+              f"{mlm_accuracy(model, task, np.random.default_rng(args.seed)):.2%}")
+
+
+def sequence_accuracy(model, task) -> float:
+    """Exact-match accuracy of greedy decoding on the task's held-out set."""
+    from .generate import greedy_seq2seq
+    src, lengths, _, tgt_out = task.val
+    pred = greedy_seq2seq(model, src, max_len=tgt_out.shape[1], bos_id=BOS, eos_id=EOS)   # (N, T)
+    target = np.where(tgt_out == -100, EOS, tgt_out)
+    ok = [np.array_equal(pred[i, :lengths[i] + 1], target[i, :lengths[i] + 1]) for i in range(len(src))]
+    return float(np.mean(ok))
+
+
+def mlm_accuracy(model, task, rng, n_batches: int = 20) -> float:
+    hits = total = 0
+    for _ in range(n_batches):
+        inputs, labels = task.batch("val", rng)
+        logits = model.forward(inputs, head="mlm")
+        model._cache = None
+        chosen = labels != -100
+        hits += int((logits.argmax(-1)[chosen] == labels[chosen]).sum())
+        total += int(chosen.sum())
+    return hits / max(total, 1)

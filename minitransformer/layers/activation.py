@@ -1,0 +1,90 @@
+"""Activation Modules, without parameters: ReLU, GELU, SiLU and the gated GEGLU, SwiGLU.
+
+Each wraps one pair of functional/activations.py or functional/gated.py: forward(x)
+keeps the cache, backward(dy) returns dx. ``make_activation(name)`` builds one from
+the config value (relu, gelu, gelu_tanh, silu, geglu, swiglu). The gated units take
+the FFN's first projection at width 2F and return width F: a FeedForward checks
+``name in GATED_ACTIVATIONS`` to size that projection.
+"""
+from __future__ import annotations
+
+from ..functional.activations import (GELU_APPROXIMATIONS, gelu_backward, gelu_forward,
+                                      relu_backward, relu_forward, silu_backward, silu_forward)
+from ..functional.gated import geglu_backward, geglu_forward, swiglu_backward, swiglu_forward
+from ..validate import check_choice
+from .module import Module
+
+GATED_ACTIVATIONS = ("geglu", "swiglu")
+
+
+class _Activation(Module):
+    """A parameter-free Module around the pair (forward_fn, backward_fn)."""
+
+    def __init__(self, forward_fn, backward_fn, **options):
+        super().__init__()
+        self._forward_fn, self._backward_fn, self._options = forward_fn, backward_fn, options
+
+    def forward(self, x):
+        y, cache = self._forward_fn(x, **self._options)
+        self._save(cache)
+        return y
+
+    def backward(self, dy):
+        return self._backward_fn(dy, self._pop_cache())
+
+    def __repr__(self) -> str:
+        options = ", ".join(f"{k}={v!r}" for k, v in self._options.items())
+        return f"{type(self).__name__}({options})"
+
+
+class ReLU(_Activation):
+    """y = max(x, 0)."""
+
+    def __init__(self):
+        super().__init__(relu_forward, relu_backward)
+
+
+class GELU(_Activation):
+    """y = x Φ(x) (approximate="none", through erf) or GPT-2's tanh form ("tanh")."""
+
+    def __init__(self, approximate: str = "none"):
+        check_choice("approximate", approximate, GELU_APPROXIMATIONS)
+        super().__init__(gelu_forward, gelu_backward, approximate=approximate)
+
+
+class SiLU(_Activation):
+    """y = x σ(x) (Swish with β = 1)."""
+
+    def __init__(self):
+        super().__init__(silu_forward, silu_backward)
+
+
+class GEGLU(_Activation):
+    """h (..., 2F) = [a | b] -> GELU(a) ⊙ b (..., F)."""
+
+    def __init__(self):
+        super().__init__(geglu_forward, geglu_backward)
+
+
+class SwiGLU(_Activation):
+    """h (..., 2F) = [a | b] -> SiLU(a) ⊙ b (..., F)."""
+
+    def __init__(self):
+        super().__init__(swiglu_forward, swiglu_backward)
+
+
+_MAKERS = {
+    "relu": ReLU,
+    "gelu": GELU,
+    "gelu_tanh": lambda: GELU(approximate="tanh"),
+    "silu": SiLU,
+    "geglu": GEGLU,
+    "swiglu": SwiGLU,
+}
+ACTIVATIONS = tuple(_MAKERS)
+
+
+def make_activation(name: str) -> Module:
+    """The activation Module for a config value: one of ACTIVATIONS."""
+    check_choice("name", name, ACTIVATIONS)
+    return _MAKERS[name]()

@@ -1,0 +1,110 @@
+"""Transformer blocks: the encoder block and the decoder block.
+
+    encoder block:  x -> Residual(self-attention) -> Residual(FFN)
+    decoder block:  x -> Residual(masked self-attention)
+                      -> Residual(cross-attention over the encoder memory)   (when cross)
+                      -> Residual(FFN)
+
+Backward runs the sublayers in exact reverse order; each Residual adds its
+identity-branch gradient. The cross-attention's memory gradient is returned so
+the model can send it back into the encoder.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..backend import default_rng
+from .attention import MultiHeadAttention
+from .dropout import Dropout
+from .ffn import FeedForward
+from .module import Module
+from .norm import make_norm
+from .residual import Residual
+
+
+@dataclass(frozen=True)
+class BlockSpec:
+    """What a block needs to know; models fill it from their config."""
+    d_model: int
+    n_head: int
+    d_ff: int
+    n_kv_head: int | None = None
+    norm: str = "layernorm"             # "layernorm" | "rmsnorm"
+    norm_position: str = "pre"          # "pre" | "post"
+    norm_eps: float = 1e-5
+    activation: str = "gelu"            # relu | gelu | gelu_tanh | silu | geglu | swiglu
+    p_drop: float = 0.0                 # residual dropout
+    bias: bool = True
+    rope: bool = False
+    rope_layout: str = "interleaved"
+    alibi: bool = False
+    window: int | None = None           # sliding-window attention width
+    std: float = 0.02                   # init std of every weight
+    out_std: float = 0.02               # init std of the projections that feed the residual
+
+
+def _residual(spec: BlockSpec, sublayer, dropout_rng, dtype) -> Residual:
+    return Residual(sublayer, make_norm(spec.norm, spec.d_model, spec.norm_eps, dtype),
+                    Dropout(spec.p_drop, rng=dropout_rng), spec.norm_position)
+
+
+def _attention(spec: BlockSpec, rng, dtype, *, causal: bool, cross: bool) -> MultiHeadAttention:
+    return MultiHeadAttention(spec.d_model, spec.n_head, n_kv_head=spec.n_kv_head, bias=spec.bias,
+                              causal=causal, cross=cross, rope=spec.rope and not cross,
+                              rope_layout=spec.rope_layout, alibi=spec.alibi and not cross,
+                              window=spec.window if causal else None, rng=rng, std=spec.std,
+                              out_std=spec.out_std, dtype=dtype)
+
+
+class EncoderBlock(Module):
+    def __init__(self, spec: BlockSpec, *, rng=None, dropout_rng=None, dtype=np.float32):
+        super().__init__()
+        rng = default_rng(rng)
+        self.add_child("attn", _residual(spec, _attention(spec, rng, dtype, causal=False, cross=False),
+                                         dropout_rng, dtype))
+        self.add_child("ffn", _residual(spec, FeedForward(spec.d_model, spec.d_ff, spec.activation,
+                                                          bias=spec.bias, rng=rng, std=spec.std,
+                                                          out_std=spec.out_std, dtype=dtype),
+                                        dropout_rng, dtype))
+
+    def forward(self, x, key_padding_mask=None):
+        x = self.attn.forward(x, key_padding_mask=key_padding_mask)   # (B, S, C)
+        return self.ffn.forward(x)                                    # (B, S, C)
+
+    def backward(self, dy):
+        return self.attn.backward(self.ffn.backward(dy))              # (B, S, C)
+
+
+class DecoderBlock(Module):
+    def __init__(self, spec: BlockSpec, *, cross: bool = False, rng=None, dropout_rng=None,
+                 dtype=np.float32):
+        super().__init__()
+        rng = default_rng(rng)
+        self.cross = cross
+        self.add_child("attn", _residual(spec, _attention(spec, rng, dtype, causal=True, cross=False),
+                                         dropout_rng, dtype))
+        if cross:
+            self.add_child("cross_attn", _residual(spec, _attention(spec, rng, dtype, causal=False,
+                                                                    cross=True), dropout_rng, dtype))
+        self.add_child("ffn", _residual(spec, FeedForward(spec.d_model, spec.d_ff, spec.activation,
+                                                          bias=spec.bias, rng=rng, std=spec.std,
+                                                          out_std=spec.out_std, dtype=dtype),
+                                        dropout_rng, dtype))
+
+    def forward(self, x, memory=None, memory_padding_mask=None, kv_cache=None, cross_kv_cache=None):
+        x = self.attn.forward(x, kv_cache=kv_cache)                               # (B, T, C)
+        if self.cross:
+            x = self.cross_attn.forward(x, memory, key_padding_mask=memory_padding_mask,
+                                        kv_cache=cross_kv_cache)                  # (B, T, C)
+        return self.ffn.forward(x)                                                # (B, T, C)
+
+    def backward(self, dy):
+        """Returns dx, or (dx, dmemory) for a block with cross-attention."""
+        dx = self.ffn.backward(dy)
+        dmemory = None
+        if self.cross:
+            dx, dmemory = self.cross_attn.backward(dx)
+        dx = self.attn.backward(dx)
+        return dx if dmemory is None else (dx, dmemory)

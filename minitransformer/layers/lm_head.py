@@ -1,0 +1,35 @@
+"""The language-model head: logits = h Eᵀ (+ b), E of shape (V, C).
+
+E is the output embedding. With weight tying (Press & Wolf 2017) it is the very
+token-embedding matrix, shared through ``Module.tie``: both uses accumulate into
+one gradient, so dE is the sum of the embedding path and this path.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import init
+from ..backend import default_rng
+from ..functional.linear import linear_backward, linear_forward
+from .module import Module
+
+
+class LMHead(Module):
+    def __init__(self, d_model: int, vocab_size: int, *, bias: bool = False, rng=None,
+                 std: float = 0.02, dtype=np.float32):
+        super().__init__()
+        self.add_param("W", init.normal(default_rng(rng), (vocab_size, d_model), std, dtype))  # (V, C)
+        if bias:
+            self.add_param("b", init.zeros(vocab_size, dtype))
+
+    def forward(self, h):
+        logits, cache = linear_forward(h, self.W.T, self.params.get("b"))   # (B, T, V)
+        self._save(cache)
+        return logits
+
+    def backward(self, dlogits):
+        dh, dWT, db = linear_backward(dlogits, self._pop_cache())          # dWT (C, V)
+        self._accumulate("W", dWT.T)
+        if db is not None:
+            self._accumulate("b", db)
+        return dh                                                           # (B, T, C)

@@ -1,0 +1,127 @@
+"""A BERT-like encoder (Devlin et al. 2019): bidirectional self-attention.
+
+    x_0 = InputEmbedding(ids, token types)             (B, S, C)
+    x_l = EncoderBlock_l(x_{l-1}, padding mask)        (B, S, C)
+    h   = Norm_f(x_L)        (pre-norm only)
+
+Heads, chosen per call with ``head=``:
+    "mlm": masked-language-model logits  Eᵀ LayerNorm(GELU(h W + b)) + b_V   (B, S, V)
+    "cls": sequence classification from the first token: h[:, 0] W_c + b_c  (B, n_classes)
+    None:  the hidden states h themselves                                   (B, S, C)
+
+BERT is expressible exactly: post-norm, exact GELU, learned positions,
+token-type embeddings, an embedding LayerNorm, eps from the config. (BERT's
+tanh "pooler" before classification is not included: our head is linear.)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..backend import default_rng, get_xp
+from ..layers.activation import make_activation
+from ..layers.blocks import EncoderBlock
+from ..layers.linear import Linear
+from ..layers.lm_head import LMHead
+from ..layers.module import Module, ModuleList
+from ..layers.norm import make_norm
+from ..validate import check_choice, check_same_shape
+from .config import EncoderConfig, TransformerConfig
+from .embeddings import InputEmbedding
+from .gpt import dropout_generator
+
+
+class MLMHead(Module):
+    """logits = LayerNorm(act(h W + b)) Eᵀ + b_V, E tied to the word embeddings."""
+
+    def __init__(self, config: TransformerConfig, *, rng, dtype):
+        super().__init__()
+        C = config.n_embd
+        self.add_child("dense", Linear(C, C, rng=rng, std=config.init_std, dtype=dtype))
+        self.add_child("act", make_activation("gelu" if config.activation in ("geglu", "swiglu")
+                                              else config.activation))
+        self.add_child("norm", make_norm(config.norm, C, config.norm_eps, dtype))
+        self.add_child("decoder", LMHead(C, config.vocab_size, bias=True, rng=rng,
+                                         std=config.init_std, dtype=dtype))
+
+    def forward(self, h):
+        return self.decoder.forward(self.norm.forward(self.act.forward(self.dense.forward(h))))
+
+    def backward(self, dlogits):
+        return self.dense.backward(self.act.backward(self.norm.backward(self.decoder.backward(dlogits))))
+
+
+class Encoder(Module):
+    def __init__(self, config: TransformerConfig, *, rng=0, dropout_rng=None, dtype=np.float32,
+                 scale_embeddings: bool = False):
+        super().__init__()
+        init_rng = default_rng(rng)
+        dropout_rng = dropout_rng if dropout_rng is not None else dropout_generator(rng)
+        self.config = config
+        C = config.n_embd
+        bert = isinstance(config, EncoderConfig)
+        self.add_child("embed", InputEmbedding(
+            config.vocab_size, C, config.block_size, config.position,
+            type_vocab_size=config.type_vocab_size if bert else 0,
+            scale=C ** 0.5 if scale_embeddings else 1.0,
+            norm=config.norm if bert and config.embedding_norm else None, norm_eps=config.norm_eps,
+            p_drop=config.dropout, rng=init_rng, dropout_rng=dropout_rng, std=config.init_std,
+            dtype=dtype))
+        spec = config.block_spec()
+        self.add_child("blocks", ModuleList(EncoderBlock(spec, rng=init_rng, dropout_rng=dropout_rng,
+                                                         dtype=dtype) for _ in range(config.n_layer)))
+        if config.norm_position == "pre":
+            self.add_child("norm_f", make_norm(config.norm, C, config.norm_eps, dtype))
+        if bert and config.mlm_head:
+            self.add_child("mlm_head", MLMHead(config, rng=init_rng, dtype=dtype))
+            self.mlm_head.decoder.tie("W", self.embed.tok, "W")
+        if bert and config.n_classes:
+            self.add_child("cls_head", Linear(C, config.n_classes, rng=init_rng,
+                                              std=config.init_std, dtype=dtype))
+
+    def forward(self, ids, token_type_ids=None, attention_mask=None, head=None):
+        """ids (B, S); attention_mask (B, S) True/1 = real token (None: all real).
+
+        Returns hidden states (B, S, C), or the logits of ``head`` ("mlm", "cls").
+        """
+        check_choice("head", head, (None, "mlm", "cls"))
+        if head is not None and f"{head}_head" not in self.children:
+            raise ValueError(f"head: this encoder has no {head!r} head (see EncoderConfig)")
+        key_padding_mask = None
+        if attention_mask is not None:
+            check_same_shape("attention_mask", attention_mask, ids.shape)
+            key_padding_mask = attention_mask.astype(bool)
+        x = self.embed.forward(ids, token_type_ids)                       # (B, S, C)
+        for block in self.blocks:
+            x = block.forward(x, key_padding_mask)                        # (B, S, C)
+        if "norm_f" in self.children:
+            x = self.norm_f.forward(x)
+        self._save((head, x.shape))
+        if head == "mlm":
+            return self.mlm_head.forward(x)                               # (B, S, V)
+        if head == "cls":
+            return self.cls_head.forward(x[:, 0])                         # (B, n_classes)
+        return x
+
+    def backward(self, dout):
+        """dout: the gradient of what forward returned. Returns None (ids have no gradient)."""
+        head, hidden_shape = self._pop_cache()
+        if head == "mlm":
+            dx = self.mlm_head.backward(dout)                             # (B, S, C)
+        elif head == "cls":
+            dx = _scatter_first(self.cls_head.backward(dout), hidden_shape)  # (B, S, C)
+        else:
+            dx = dout
+        if "norm_f" in self.children:
+            dx = self.norm_f.backward(dx)
+        for block in reversed(list(self.blocks)):
+            dx = block.backward(dx)
+        self.embed.backward(dx)
+        return None
+
+
+def _scatter_first(d_first, shape):
+    """Gradient of x[:, 0]: d_first in row 0, zeros elsewhere."""
+    xp = get_xp(d_first)
+    dx = xp.zeros(shape, dtype=d_first.dtype)                             # (B, S, C)
+    dx[:, 0] = d_first
+    return dx

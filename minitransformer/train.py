@@ -1,0 +1,187 @@
+"""The training loop: the same for every model family and task.
+
+One step:
+    logits, targets = task.forward(model, batch)        forward
+    L, cache  = cross_entropy_forward(logits, targets)  the loss
+    dlogits   = cross_entropy_backward(1, cache)        dL/dlogits
+    model.backward(dlogits)                             every parameter's gradient (accumulated)
+    clip_grad_norm(model.parameters(), max_norm)        one global norm
+    optimizer.step(lr = schedule(step))                 AdamW by default
+    model.zero_grad()
+
+A non-finite loss stops training with a clear message BEFORE the update, so no
+NaN reaches the weights or a checkpoint. Checkpoints (checkpoint.py) keep the
+parameters, the optimizer state and both random generators (batches, dropout),
+so ``resume`` continues bit for bit: the same losses as an uninterrupted run.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from .checkpoint import generator_state, load_checkpoint, save_checkpoint, set_generator_state
+from .functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
+from .optim import AdamW, clip_grad_norm, warmup_cosine_schedule
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss became NaN or infinite; the weights were left as they were before the step."""
+
+
+@dataclass
+class TrainConfig:
+    steps: int = 2000                  # optimizer steps in all (a resumed run counts from 0 too)
+    lr: float = 1e-3                   # peak learning rate, reached after the warmup
+    min_lr: float = 1e-4               # the cosine decay ends here at the last step
+    warmup_steps: int = 100            # linear warmup from 0
+    betas: tuple = (0.9, 0.99)         # AdamW moment decay rates
+    weight_decay: float = 0.1          # AdamW decoupled decay (not on norms, biases, embeddings)
+    grad_clip: float = 1.0             # max global gradient norm; 0 = no clipping
+    label_smoothing: float = 0.0       # ε of the cross-entropy
+    eval_interval: int = 500           # evaluate every this many steps (and at the end)
+    eval_batches: int = 20             # batches per intermediate evaluation
+    final_eval_batches: int = 200      # batches of the final evaluation
+    log_interval: int = 100            # a progress line every this many steps
+    checkpoint_interval: int = 0       # save every this many steps (0 = only at the end)
+    seed: int = 0                      # seeds the batch generator (the model has its own)
+
+    def __post_init__(self):
+        for name in ("steps", "eval_interval", "log_interval", "final_eval_batches", "eval_batches"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"{name}: expected a positive integer, got {getattr(self, name)!r}")
+        for name in ("warmup_steps", "checkpoint_interval"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
+                raise ValueError(f"{name}: expected an integer >= 0, got {getattr(self, name)!r}")
+        if not self.lr > 0 or not 0 <= self.min_lr <= self.lr:
+            raise ValueError(f"lr, min_lr: expected 0 <= min_lr <= lr and lr > 0, got {self.lr}, {self.min_lr}")
+
+
+@dataclass
+class TrainResult:
+    history: list = field(default_factory=list)     # (step, train loss) per step
+    evals: list = field(default_factory=list)       # (step, train eval loss, val eval loss)
+    seconds: float = 0.0                            # time spent in training steps (no evaluation)
+    final_train_loss: float = float("nan")
+    final_val_loss: float = float("nan")
+
+
+def dropout_generators(model) -> list:
+    """The distinct random generators of the model's dropout layers."""
+    gens = {}
+    for _, m in model.named_modules():
+        if getattr(m, "rng", None) is not None:
+            gens[id(m.rng)] = m.rng
+    return list(gens.values())
+
+
+def make_optimizer(model, cfg: TrainConfig) -> AdamW:
+    return AdamW(model.parameters(), cfg.lr, betas=tuple(cfg.betas), weight_decay=cfg.weight_decay)
+
+
+def train_step(model, task, batch, optimizer, lr: float, cfg: TrainConfig, device="cpu") -> float:
+    """Forward, backward, clip, update; returns the loss (a Python float)."""
+    logits, targets = task.forward(model, batch, device)
+    loss, cache = cross_entropy_forward(logits, targets, label_smoothing=cfg.label_smoothing)
+    loss = float(loss)
+    if not math.isfinite(loss):
+        raise TrainingDiverged(f"the loss is {loss} at this step: training stopped before the update "
+                               "(lower the learning rate, or check the data); no weight was changed")
+    model.backward(cross_entropy_backward(1.0, cache))
+    if cfg.grad_clip:
+        clip_grad_norm(optimizer.params, cfg.grad_clip)
+    optimizer.step(lr)
+    model.zero_grad()
+    return loss
+
+
+def evaluate(model, task, split: str, n_batches: int, seed: int, device="cpu") -> float:
+    """Mean loss over ``n_batches`` batches drawn from a generator seeded with ``seed`` (eval mode)."""
+    rng = np.random.default_rng(seed)
+    was_training = model.training
+    model.eval()
+    total = 0.0
+    for _ in range(n_batches):
+        logits, targets = task.forward(model, task.batch(split, rng), device)
+        total += float(cross_entropy_forward(logits, targets)[0])
+        _drop_caches(model)
+    model.train(was_training)
+    return total / n_batches
+
+
+def _drop_caches(model) -> None:
+    """Evaluation runs no backward: free the forward caches at once."""
+    for _, m in model.named_modules():
+        m._cache = None
+
+
+def train(model, task, cfg: TrainConfig, *, optimizer=None, checkpoint_path=None, resume=False,
+          meta=None, device="cpu", log=print, stop_after=None) -> TrainResult:
+    """Train ``model`` on ``task`` for ``cfg.steps`` steps; see the module docstring.
+
+    ``stop_after``: stop (after saving the checkpoint) once this many steps are
+    done, as an interruption would; used to test that resuming is exact.
+    """
+    optimizer = optimizer or make_optimizer(model, cfg)
+    schedule = warmup_cosine_schedule(cfg.lr, cfg.warmup_steps, cfg.steps, cfg.min_lr)
+    batch_rng = np.random.default_rng(cfg.seed)
+    result, start = TrainResult(), 0
+    if resume:
+        start, result = _restore(checkpoint_path, model, optimizer, batch_rng)
+        log(f"resumed from {checkpoint_path} at step {start}")
+    model.train()
+    tokens_per_step = task.tokens(task.batch("train", np.random.default_rng(0)))
+    t0 = time.perf_counter()
+    for step in range(start + 1, cfg.steps + 1):
+        loss = train_step(model, task, task.batch("train", batch_rng), optimizer, schedule(step), cfg, device)
+        result.history.append((step, loss))
+        if step % cfg.log_interval == 0 or step == cfg.steps:
+            elapsed = time.perf_counter() - t0
+            done = step - start
+            log(_progress(step, cfg.steps, loss, schedule(step), done * tokens_per_step / elapsed,
+                          elapsed / done * (cfg.steps - step)))
+        if step % cfg.eval_interval == 0 and step != cfg.steps:
+            t_eval = time.perf_counter()
+            tr, va = (evaluate(model, task, s, cfg.eval_batches, cfg.seed + 7, device) for s in ("train", "val"))
+            result.evals.append((step, tr, va))
+            log(f"step {step}: eval train {tr:.4f} | val {va:.4f}")
+            t0 += time.perf_counter() - t_eval            # evaluation is not training time
+        interrupted = stop_after is not None and step == stop_after
+        if checkpoint_path and ((cfg.checkpoint_interval and step % cfg.checkpoint_interval == 0)
+                                or step == cfg.steps or interrupted):
+            t_save = time.perf_counter()
+            _save(checkpoint_path, model, optimizer, batch_rng, step, result, cfg, meta)
+            t0 += time.perf_counter() - t_save
+        if interrupted:
+            return result
+    result.seconds = time.perf_counter() - t0
+    result.final_train_loss = evaluate(model, task, "train", cfg.final_eval_batches, cfg.seed + 11, device)
+    result.final_val_loss = evaluate(model, task, "val", cfg.final_eval_batches, cfg.seed + 13, device)
+    result.evals.append((cfg.steps, result.final_train_loss, result.final_val_loss))
+    return result
+
+
+def _progress(step, steps, loss, lr, tokens_per_s, eta_s) -> str:
+    return (f"step {step:>5}/{steps} | loss {loss:.4f} | lr {lr:.2e} | "
+            f"{tokens_per_s:,.0f} tok/s | ETA {int(eta_s) // 60}m{int(eta_s) % 60:02d}s")
+
+
+def _save(path, model, optimizer, batch_rng, step, result, cfg, meta) -> None:
+    doc = {**(meta or {}), "step": step, "train_config": asdict(cfg),
+           "batch_rng": generator_state(batch_rng),
+           "dropout_rngs": [generator_state(g) for g in dropout_generators(model)],
+           "history": result.history, "evals": result.evals}
+    save_checkpoint(path, model, optimizer_state=optimizer.state_dict(), meta=doc)
+
+
+def _restore(path, model, optimizer, batch_rng):
+    params, optim_state, meta = load_checkpoint(path)
+    model.load_state_dict(params)
+    optimizer.load_state_dict(optim_state)
+    set_generator_state(batch_rng, meta["batch_rng"])
+    for g, state in zip(dropout_generators(model), meta["dropout_rngs"]):
+        set_generator_state(g, state)
+    result = TrainResult(history=[tuple(h) for h in meta["history"]], evals=[tuple(e) for e in meta["evals"]])
+    return int(meta["step"]), result
