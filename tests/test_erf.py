@@ -45,7 +45,7 @@ def test_erf_tails_and_special_values():
 def test_erfc_relative_accuracy_into_the_right_tail():
     # erfc(26.5) = 1.5e-307: erfc is accurate RELATIVE to its value, where 1 - erf is 0.
     # exp(-a²) inherits the rounding of a² (relative error up to a²·2⁻⁵³), hence a bound
-    # that grows with x²; measured: at most 5.4e-16·(1 + x²).
+    # that grows with x²; measured: at most 5.5e-16·(1 + x²).
     x = np.linspace(-10.0, 26.5, 100_001)
     expected = _math(math.erfc, x)
     rel = np.abs(erfc(x) - expected) / expected
@@ -61,6 +61,8 @@ def test_erfc_tails_and_special_values():
 
 @given(shape=shapes(max_dims=3), bound=st.sampled_from([0.5, 3.0, 30.0]), seed=seeds)
 def test_symmetries(shape, bound, seed):
+    # The identities hold to a rounding of the sum: measured 2.2e-16 on 2M points of
+    # [-30, 30]; 4.5e-16 is two units in the last place of 1.
     x = uniform_array(seed, shape, bound)
     np.testing.assert_array_equal(erf(-x), -erf(x))                   # odd, exactly
     np.testing.assert_allclose(erfc(x) + erfc(-x), 2.0, rtol=0, atol=4.5e-16)

@@ -45,7 +45,7 @@ class ReLU(_Activation):
 
 
 class GELU(_Activation):
-    """y = x Φ(x) (approximate="none", through erf) or GPT-2's tanh form ("tanh")."""
+    """y = x Φ(x) (approximate="none", Φ through erfc) or GPT-2's tanh form ("tanh")."""
 
     def __init__(self, approximate: str = "none"):
         check_choice("approximate", approximate, GELU_APPROXIMATIONS)

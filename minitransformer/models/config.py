@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
+from ..layers.activation import ACTIVATIONS
 from ..layers.blocks import BlockSpec
 
 NORMS = ("layernorm", "rmsnorm")
 NORM_POSITIONS = ("pre", "post")
-ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu", "geglu", "swiglu")
 POSITIONS = ("learned", "sinusoidal", "rope", "alibi", "none")
 ROPE_LAYOUTS = ("interleaved", "half")
 
