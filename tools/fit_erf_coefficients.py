@@ -1,6 +1,6 @@
 # Fits the rational function S(a) = (1 - erfcx(a)) / a that functional/erf.py uses
 # (float64: degree 9/10, float32: degree 4/5) with mpmath at 45 digits. Not run in CI;
-# needs `pip install mpmath`. Run: python tools/fit_erf_coefficients.py
+# needs `pip install mpmath`. Run: python tools/fit_erf_coefficients.py DEGREE RANGE NPTS ITERS
 import mpmath as mp, sys
 mp.mp.dps = 45
 SQPI = mp.sqrt(mp.pi)
@@ -48,3 +48,10 @@ if __name__=="__main__":
     for n in range(int(sys.argv[1]), int(sys.argv[2])+1):
         e,p,q = fit(n, n+1, A, npts=200, iters=15)
         print(n, mp.nstr(e,5), [mp.nstr(c,3) for c in p], [mp.nstr(c,3) for c in q], flush=True)
+
+if __name__ == "__main__":  # python tools/fit_erf_coefficients.py DEGREE RANGE NPTS ITERS, e.g. 9 6.0 300 15
+    n=int(sys.argv[1]); A=float(sys.argv[2])
+    e,p,q = fit(n, n+1, A, npts=int(sys.argv[3]), iters=int(sys.argv[4]))
+    print("err", mp.nstr(e,5))
+    json.dump({"P":[float(c) for c in p], "Q":[float(c) for c in q], "A":A}, open(f"coef_{n}.json","w"))
+    print([repr(float(c)) for c in p]); print([repr(float(c)) for c in q])
