@@ -43,12 +43,6 @@ def fit(n, m, A, npts=300, iters=15, k=2, verbose=False):
         lw = [lw[i]*errs[i]/tot for i in range(npts)]
     return best
 
-if __name__=="__main__":
-    A=float(sys.argv[3])
-    for n in range(int(sys.argv[1]), int(sys.argv[2])+1):
-        e,p,q = fit(n, n+1, A, npts=200, iters=15)
-        print(n, mp.nstr(e,5), [mp.nstr(c,3) for c in p], [mp.nstr(c,3) for c in q], flush=True)
-
 if __name__ == "__main__":  # python tools/fit_erf_coefficients.py DEGREE RANGE NPTS ITERS, e.g. 9 6.0 300 15
     n=int(sys.argv[1]); A=float(sys.argv[2])
     e,p,q = fit(n, n+1, A, npts=int(sys.argv[3]), iters=int(sys.argv[4]))
