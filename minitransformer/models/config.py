@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass, fields
 
 from ..layers.activation import ACTIVATIONS
 from ..layers.blocks import BlockSpec
+from ..layers.norm import NORMS
 
-NORMS = ("layernorm", "rmsnorm")
 NORM_POSITIONS = ("pre", "post")
 POSITIONS = ("learned", "sinusoidal", "rope", "alibi", "none")
 ROPE_LAYOUTS = ("interleaved", "half")
