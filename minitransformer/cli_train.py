@@ -137,7 +137,8 @@ def _report(model, task, meta, args) -> None:
         tok = tokenizer_from_dict(meta["tokenizer"])
         prompt = "The "
         ids = generate(model, np.asarray([tok.encode(prompt)]), max_new_tokens=200, strategy="sample",
-                       temperature=0.8, top_k=None, rng=np.random.default_rng(args.seed))
+                       temperature=0.8, rng=np.random.default_rng(args.seed),
+                       use_cache=False)   # the uncached loop crops the context: 200 chars > block_size
         print("sample:\n" + tok.decode(ids[0].tolist()))
     elif meta["family"] == "seq2seq":
         acc = sequence_accuracy(model, task)
