@@ -1,0 +1,284 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+# ---
+
+# %% [markdown]
+# # Lecture 3: LayerNorm, residual connections, the position-wise FFN
+#
+# Around every attention layer of a Transformer sit three simple pieces:
+#
+# * **LayerNorm** rescales each position's feature vector to mean 0 and variance 1,
+#   then applies a learned scale $\gamma$ and shift $\beta$;
+# * the **residual connection** adds the sublayer's output to its input,
+#   $y = x + F(x)$, so the gradient has a path that skips $F$;
+# * the **position-wise feed-forward network** applies the same two-layer MLP to
+#   every position on its own.
+#
+# The main event is LayerNorm's backward: derived one operation per line, then
+# compared with the fused formula the library uses.
+
+# %%
+import os
+from pathlib import Path
+
+import matplotlib
+matplotlib.use("Agg")                    # figures go to files, never to a window
+import numpy as np
+from matplotlib.figure import Figure
+
+from minitransformer.functional.norm import layernorm_backward, layernorm_forward
+from minitransformer.gradcheck import check_module, check_pair
+from minitransformer.layers import Dropout, FeedForward, LayerNorm, Residual
+
+FAST = os.environ.get("MINITRANSFORMER_FAST") == "1"          # smaller and quicker: for tests
+HERE = Path(__file__).parent if "__file__" in globals() else Path.cwd()   # a script, or a notebook
+OUT = Path(os.environ.get("MINITRANSFORMER_LECTURE_OUT", HERE / "_out"))  # figures land here
+OUT.mkdir(parents=True, exist_ok=True)
+np.set_printoptions(precision=4, suppress=True)
+
+
+def compare(name, mine, reference):
+    """Print whether two arrays are exactly equal, close, and their largest difference."""
+    exact = np.array_equal(mine, reference)
+    close = np.allclose(mine, reference, rtol=0, atol=1e-12)
+    diff = np.abs(mine - reference).max()
+    print(f"{name:8s} exact: {exact!s:5s} | close (1e-12): {close!s:5s} | max difference {diff:.2e}")
+    return diff
+
+# %% [markdown]
+# ## 1. LayerNorm, forward
+#
+# For one position, a row $x$ of $C$ features:
+#
+# $$\mu = \frac1C\sum_c x_c, \qquad \sigma^2 = \frac1C\sum_c (x_c - \mu)^2, \qquad
+#   \hat x = \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}}, \qquad y = \gamma \odot \hat x + \beta .$$
+#
+# The variance is the biased one (divide by C) and $\varepsilon$ sits INSIDE the root,
+# as in PyTorch. One operation per line, on a (B, T, C) batch in float64:
+
+# %%
+B, T, C = 2, 3, 8
+eps = 1e-5
+rng = np.random.default_rng(0)
+x = 2.0 + 3.0 * rng.standard_normal((B, T, C))             # (B, T, C) off-centre, wide rows
+gamma = 1.0 + 0.1 * rng.standard_normal(C)                 # (C,)
+beta = 0.1 * rng.standard_normal(C)                        # (C,)
+
+mu = x.mean(axis=-1, keepdims=True)                        # (B, T, 1)
+xmu = x - mu                                               # (B, T, C)
+sq = xmu ** 2                                              # (B, T, C)
+var = sq.mean(axis=-1, keepdims=True)                      # (B, T, 1) biased variance
+var_eps = var + eps                                        # (B, T, 1)
+rstd = var_eps ** -0.5                                     # (B, T, 1) 1/√(σ² + ε)
+xhat = xmu * rstd                                          # (B, T, C)
+y = gamma * xhat + beta                                    # (B, T, C)
+
+y_lib, cache = layernorm_forward(x, gamma, beta, eps)
+compare("y", y, y_lib)
+print("each row of xhat: mean", np.abs(xhat.mean(-1)).max(), "(max |.|), variance", xhat.var(-1)[0])
+
+# %% [markdown]
+# The variance of $\hat x$ is $\sigma^2/(\sigma^2 + \varepsilon)$, a hair below 1: the
+# price of the $\varepsilon$ that keeps a constant row (σ = 0) finite.
+#
+# ## 2. LayerNorm, backward: one operation per line
+#
+# Walk the forward lines in reverse. Each line $a = f(b, \dots)$ sends
+# $db \mathrel{+}= (\partial a/\partial b)^\top da$. Where the forward broadcast a
+# (B, T, 1) array over C features, the backward sums over C; where it averaged, the
+# backward spreads $1/C$ back to every feature.
+
+# %%
+dy = rng.standard_normal((B, T, C))                        # a random upstream gradient
+
+# y = gamma * xhat + beta
+dbeta = dy.sum(axis=(0, 1))                                # (C,)
+dgamma = (dy * xhat).sum(axis=(0, 1))                      # (C,)
+dxhat = dy * gamma                                         # (B, T, C)
+# xhat = xmu * rstd
+dxmu = dxhat * rstd                                        # (B, T, C)   first path into xmu
+drstd = (dxhat * xmu).sum(axis=-1, keepdims=True)          # (B, T, 1)   rstd was broadcast over C
+# rstd = var_eps ** -0.5
+dvar_eps = -0.5 * var_eps ** -1.5 * drstd                  # (B, T, 1)
+# var_eps = var + eps
+dvar = dvar_eps                                            # (B, T, 1)
+# var = sq.mean(axis=-1)
+dsq = np.broadcast_to(dvar / C, sq.shape)                  # (B, T, C)   the mean spreads 1/C
+# sq = xmu ** 2
+dxmu = dxmu + 2 * xmu * dsq                                # (B, T, C)   second path into xmu
+# xmu = x - mu
+dx = dxmu.copy()                                           # (B, T, C)
+dmu = -dxmu.sum(axis=-1, keepdims=True)                    # (B, T, 1)
+# mu = x.mean(axis=-1)
+dx += dmu / C                                              # (B, T, C)
+
+# %% [markdown]
+# ## 3. The fused formula
+#
+# Collect the lines above for one row. With $\partial\mu/\partial x_i = 1/C$ and
+# $\partial \mathrm{rstd}/\partial x_i = -\mathrm{rstd}^2\,\hat x_i / C$,
+#
+# $$\frac{\partial \hat x_j}{\partial x_i} = \mathrm{rstd}\Big(\delta_{ij} - \frac1C\Big) - \frac{\mathrm{rstd}}{C}\,\hat x_j \hat x_i ,$$
+#
+# and summing $d\hat x_j\, \partial \hat x_j/\partial x_i$ over $j$:
+#
+# $$dx = \mathrm{rstd}\,\Big(d\hat x - \operatorname{mean}(d\hat x) - \hat x \odot \operatorname{mean}(d\hat x \odot \hat x)\Big), \qquad d\hat x = dy \odot \gamma .$$
+#
+# That is `layernorm_backward` in `functional/norm.py`. Its cache keeps $\hat x$ and
+# rstd (what the formula reads) instead of $x$: nothing is recomputed, and μ, σ²
+# are not needed again. The step-by-step version and the fused one agree:
+
+# %%
+dx_lib, dgamma_lib, dbeta_lib = layernorm_backward(dy, cache)
+differences = [compare("dx", dx, dx_lib), compare("dgamma", dgamma, dgamma_lib),
+               compare("dbeta", dbeta, dbeta_lib)]
+
+# %% [markdown]
+# And both agree with central differences (float64, a random upstream gradient):
+
+# %%
+result = check_pair(layernorm_forward, layernorm_backward,
+                    {"x": x, "gamma": gamma, "beta": beta}, kwargs={"eps": eps}, seed=0)
+print(result)
+
+# %% [markdown]
+# A property the formula makes visible: in every row $dx$ is orthogonal to the
+# all-ones vector. Shifting a row by a constant does not change $\hat x$, so the
+# gradient can have no component along that direction. Scaling a row around its
+# mean ALMOST does not change $\hat x$ either, the only trace being $\varepsilon$: from
+# the formula, $\sum_c dx_c \hat x_c = \mathrm{rstd}\cdot\frac{\varepsilon}{\sigma^2+\varepsilon}\sum_c d\hat x_c \hat x_c$,
+# small but not 0.
+
+# %%
+dxhat_lib = dy * gamma
+along_xhat = (dx_lib * xhat).sum(-1, keepdims=True)                              # (B, T, 1)
+along_xhat_formula = rstd * eps / (var + eps) * (dxhat_lib * xhat).sum(-1, keepdims=True)
+print("max |Σ_c dx|:", np.abs(dx_lib.sum(-1)).max())
+print("Σ_c dx ⊙ xhat, row 0:", along_xhat[0, 0, 0], "| from the ε formula:", along_xhat_formula[0, 0, 0])
+
+# %% [markdown]
+# ## 4. Residual connections
+#
+# A pre-norm sublayer computes $y = x + F(\operatorname{Norm}(x))$. Its backward is
+# $dx = dy + (\text{the gradient through } F \text{ and the norm})$: the identity
+# branch hands $dy$ to the layer below untouched, however many layers are stacked.
+# Two checks: with the FFN's output weights at 0 the block IS the identity and
+# $dx = dy$ exactly; and with ordinary weights the `Residual` module's backward
+# agrees with central differences.
+
+# %%
+ffn = FeedForward(C, 4 * C, "gelu", rng=0, std=0.3).astype(np.float64)
+block = Residual(ffn, LayerNorm(C).astype(np.float64), Dropout(0.0), "pre")
+W_2 = ffn.fc_out.W.copy()                                  # kept, to put back below
+ffn.fc_out.W[...] = 0.0                                    # F(·) = 0: only the identity is left
+y_block = block.forward(x)
+dx_block = block.backward(dy)
+print("F = 0: y == x:", np.array_equal(y_block, x), "| dx == dy:", np.array_equal(dx_block, dy))
+ffn.fc_out.W[...] = W_2
+block.zero_grad()
+residual_check = check_module(block, np.ascontiguousarray(x[:, :2]), seed=1)
+print(residual_check)
+
+# %% [markdown]
+# How much gradient survives a deep stack? Stack L blocks, each $x \mapsto x + F_l(\operatorname{Norm}(x))$,
+# and compare with the same blocks without the skip, $x \mapsto F_l(\operatorname{Norm}(x))$.
+# We backpropagate a random $dy$ from the top and measure $\lVert dx\rVert / \lVert dy\rVert$ at the bottom.
+
+# %%
+def stack_gradient(L, skip, seed=0):
+    """‖dx‖/‖dy‖ through L pre-norm FFN blocks (with or without the residual), float64."""
+    blocks = [(LayerNorm(C).astype(np.float64),
+               FeedForward(C, 4 * C, "gelu", rng=seed + l).astype(np.float64)) for l in range(L)]
+    h = np.random.default_rng(seed).standard_normal((B, T, C))
+    for norm, f in blocks:
+        out = f.forward(norm.forward(h))
+        h = h + out if skip else out
+    top = np.random.default_rng(seed + 1).standard_normal(h.shape)
+    g = top
+    for norm, f in reversed(blocks):
+        through = norm.backward(f.backward(g))
+        g = g + through if skip else through
+    return np.linalg.norm(g) / np.linalg.norm(top)
+
+
+depths = [1, 2, 4, 8] if FAST else [1, 2, 4, 8, 16, 32]
+ratios = {skip: [stack_gradient(L, skip) for L in depths] for skip in (True, False)}
+for L, with_skip, without in zip(depths, ratios[True], ratios[False]):
+    print(f"L = {L:2d}: ‖dx‖/‖dy‖ with residuals {with_skip:8.3f} | without {without:.2e}")
+
+fig = Figure(figsize=(6, 3.5), layout="constrained")
+ax = fig.subplots()
+ax.semilogy(depths, ratios[True], "o-", label="with residual connections")
+ax.semilogy(depths, ratios[False], "s-", label="without")
+ax.set_xlabel("number of blocks L")
+ax.set_ylabel("‖dx‖ / ‖dy‖ at the bottom")
+ax.set_title("Gradient reaching the first block")
+ax.legend()
+fig.savefig(OUT / "03_residual_gradient.png", dpi=100)
+
+# %% [markdown]
+# Without the skip, the gradient has to pass through every $F_l$: with the small
+# initial weights (std 0.02, as in GPT-2) a single block already cuts it by a factor
+# of a few hundred, and deeper stacks lose more (LayerNorm rescales the tiny
+# activations, which limits the damage but does not undo it). With the skip, the
+# identity term hands $dy$ down unchanged and the ratio stays near 1.
+#
+# ## 5. The position-wise feed-forward network
+#
+# $$\operatorname{FFN}(x) = \operatorname{act}(x W_1 + b_1)\, W_2 + b_2, \qquad W_1: (C, F),\ W_2: (F, C),\ F = 4C \text{ usually}.$$
+#
+# "Position-wise": the same weights, applied to each position alone; positions
+# never mix here (only attention mixes them). So running the FFN on the whole
+# (B, T, C) batch is the same as running it on each position separately, and
+# permuting the positions permutes the outputs.
+
+# %%
+f = FeedForward(C, 4 * C, "relu", rng=3, std=0.3).astype(np.float64)
+out_all = f.forward(x)                                     # (B, T, C)
+out_each = np.concatenate([f.forward(x[:, t:t + 1]) for t in range(T)], axis=1)   # T separate calls
+perm = np.array([2, 0, 1])
+out_perm = f.forward(x[:, perm])
+f._cache = None                                            # no backward follows these forwards
+print("whole batch vs one position at a time:", np.abs(out_all - out_each).max())
+print("permuted input -> permuted output:", np.abs(out_perm - out_all[:, perm]).max())
+ffn_check = check_module(f, np.ascontiguousarray(x[:, :2]), seed=2)
+print(ffn_check)
+print("figures in", OUT)
+
+# %% [markdown]
+# ## What this lecture claimed, checked
+
+# %%
+# LayerNorm forward: the one-op-per-line version is the library's; xhat has mean 0
+# and variance σ²/(σ² + ε) in every row.
+assert np.allclose(y, y_lib, rtol=0, atol=1e-12)
+assert np.allclose(xhat.mean(-1), 0.0, atol=1e-12)
+assert np.allclose(xhat.var(-1), (var / (var + eps))[..., 0], rtol=1e-12, atol=0)
+
+# LayerNorm backward: the step-by-step derivation and the fused formula agree to
+# 1e-12 in float64, and both pass the central-difference check.
+assert max(differences) <= 1e-12, differences
+assert result.ok, str(result)
+# dx is orthogonal to the ones vector, and its component along xhat is the ε term.
+assert np.allclose(dx_lib.sum(-1), 0.0, atol=1e-12)
+assert np.allclose(along_xhat, along_xhat_formula, rtol=1e-8, atol=0)
+
+# Residual: with F = 0 the block is the identity in both directions; its backward is right.
+assert np.array_equal(y_block, x) and np.array_equal(dx_block, dy)
+assert residual_check.ok, str(residual_check)
+# With the skip, the gradient reaching the bottom stays >= 1/2 of the top's at every depth;
+# without it, it is below 1/100 of that already after one block, and lower in the deepest stack.
+assert min(ratios[True]) >= 0.5
+assert all(without < 1e-2 * with_skip for with_skip, without in zip(ratios[True], ratios[False]))
+assert ratios[False][-1] < ratios[False][0]
+
+# FFN: position-wise (per position = whole batch; permutation-equivariant), correct backward.
+assert np.allclose(out_all, out_each, rtol=0, atol=1e-12)
+assert np.allclose(out_perm, out_all[:, perm], rtol=0, atol=1e-12)
+assert ffn_check.ok, str(ffn_check)
+print("lecture 3: all claims check out")

@@ -1,0 +1,272 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+# ---
+
+# %% [markdown]
+# # Lecture 4: where is each token? Position encodings
+#
+# Attention compares every query with every key and sums; nothing in it knows
+# which token came first. Permute the tokens and the outputs are permuted the same
+# way. So order has to be put in by hand. Four ways, all in this package:
+#
+# | scheme | where | what |
+# |---|---|---|
+# | sinusoidal (Vaswani et al. 2017) | added to the embeddings | a fixed table of sines and cosines |
+# | learned (GPT-2, BERT) | added to the embeddings | a trained row per position |
+# | RoPE (Su et al. 2021) | inside attention, on q and k | a rotation by an angle proportional to the position |
+# | ALiBi (Press et al. 2022) | inside attention, on the scores | a penalty proportional to the distance |
+
+# %%
+import math
+import os
+from pathlib import Path
+
+import matplotlib
+matplotlib.use("Agg")                    # figures go to files, never to a window
+import numpy as np
+from matplotlib.figure import Figure
+
+from minitransformer import plots
+from minitransformer.functional.alibi import alibi_bias, alibi_slopes
+from minitransformer.functional.masks import causal_mask
+from minitransformer.functional.rope import rope_forward
+from minitransformer.functional.sinusoidal import sinusoidal_table
+from minitransformer.layers import LearnedPositionEmbedding, MultiHeadAttention
+
+FAST = os.environ.get("MINITRANSFORMER_FAST") == "1"          # smaller and quicker: for tests
+HERE = Path(__file__).parent if "__file__" in globals() else Path.cwd()   # a script, or a notebook
+OUT = Path(os.environ.get("MINITRANSFORMER_LECTURE_OUT", HERE / "_out"))  # figures land here
+OUT.mkdir(parents=True, exist_ok=True)
+np.set_printoptions(precision=4, suppress=True)
+
+# %% [markdown]
+# ## 0. Attention alone cannot tell the order
+#
+# Self-attention without a mask is **permutation-equivariant**: $\operatorname{Attn}(PX) = P\operatorname{Attn}(X)$
+# for any permutation $P$ of the positions. Adding a position encoding to $X$ breaks this.
+
+# %%
+T, C = 5, 8
+rng = np.random.default_rng(0)
+x = rng.standard_normal((1, T, C))                         # (B, T, C) token vectors, no positions
+attn = MultiHeadAttention(C, 2, rng=0, std=0.5).astype(np.float64)
+perm = np.array([3, 0, 4, 1, 2])
+y = attn.forward(x)
+y_perm = attn.forward(x[:, perm])
+print("no positions: Attn(Px) - P Attn(x) =", np.abs(y_perm - y[:, perm]).max())
+PE = sinusoidal_table(T, C, dtype=np.float64)              # (T, C)
+y_pos = attn.forward(x + PE)
+y_pos_perm = attn.forward(x[:, perm] + PE)                 # the same tokens, in another order
+attn._cache = None                                         # no backward follows
+print("with positions:  difference =", np.abs(y_pos_perm - y_pos[:, perm]).max())
+
+# %% [markdown]
+# ## 1. Sinusoidal encoding
+#
+# The paper's formula, with $i$ the index of a PAIR of columns ($i = 0 \dots d/2 - 1$):
+#
+# $$PE[pos, 2i] = \sin\!\left(\frac{pos}{10000^{2i/d}}\right), \qquad PE[pos, 2i+1] = \cos\!\left(\frac{pos}{10000^{2i/d}}\right).$$
+#
+# Both columns of a pair share one frequency $\omega_i = 10000^{-2i/d}$; wavelengths run
+# from $2\pi$ (pair 0) to almost $2\pi \cdot 10000$ (the last pair).
+#
+# Loop-based pseudo-code for it is taught in several forms. Watch what `i` means:
+#
+# * **(A)** `i` is the COLUMN: `PE[pos, i] = sin(pos / 10000**(i/d)) if i even else cos(pos / 10000**((i-1)/d))`.
+#   It looks different from the formula ($i/d$, not $2i/d$), but for the even column $i = 2k$
+#   the exponent $i/d = 2k/d$ is the paper's with pair index $k$, and the odd column uses $i - 1 = 2k$. Correct.
+# * **(B)** `i` used for BOTH: the column index plugged into the paper's $2i/d$,
+#   `PE[pos, i] = sin(pos / 10000**(2*i/d)) if i even else cos(pos / 10000**(2*i/d))`.
+#   The frequencies fall twice as fast and the sin and cos of a pair no longer match.
+# * **(C)** `(i-1)` forgotten: `... else cos(pos / 10000**(i/d))`: each cos has a
+#   slightly lower frequency than its sin partner.
+
+# %%
+max_len, d = 50, 16
+table = sinusoidal_table(max_len, d, dtype=np.float64)     # (max_len, d) the library's
+
+
+def loop_table(rule):
+    """Fill a (max_len, d) table with Python loops and the math module, column by column."""
+    PE_loop = np.zeros((max_len, d))
+    for pos in range(max_len):
+        for i in range(d):
+            PE_loop[pos, i] = rule(pos, i)
+    return PE_loop
+
+
+variants = {
+    "A (i = column, (i-1) for cos)": loop_table(
+        lambda pos, i: math.sin(pos / 10000 ** (i / d)) if i % 2 == 0 else math.cos(pos / 10000 ** ((i - 1) / d))),
+    "B (column index in 2i/d)": loop_table(
+        lambda pos, i: math.sin(pos / 10000 ** (2 * i / d)) if i % 2 == 0 else math.cos(pos / 10000 ** (2 * i / d))),
+    "C (i instead of i-1 for cos)": loop_table(
+        lambda pos, i: math.sin(pos / 10000 ** (i / d)) if i % 2 == 0 else math.cos(pos / 10000 ** (i / d))),
+}
+for name, PE_v in variants.items():
+    print(f"{name:32s} max |variant - sinusoidal_table| = {np.abs(PE_v - table).max():.2e}")
+
+# %% [markdown]
+# Why the pairs must share a frequency: then moving $k$ positions is a ROTATION of
+# each pair, the same for every position,
+#
+# $$\begin{pmatrix} PE[p+k, 2i] \\ PE[p+k, 2i+1] \end{pmatrix} =
+#   \begin{pmatrix} \cos\omega_i k & \sin\omega_i k \\ -\sin\omega_i k & \cos\omega_i k \end{pmatrix}
+#   \begin{pmatrix} PE[p, 2i] \\ PE[p, 2i+1] \end{pmatrix},$$
+#
+# and $\sin\omega_i k$, $\cos\omega_i k$ are themselves the table's row $k$. So
+# "k positions later" is a fixed linear map a layer can learn. We test the identity
+# with the table's own entries, for every $p$, $k$ and pair:
+
+
+# %%
+def rotation_error(PE_v, k):
+    """max |PE[p+k] - R(k) PE[p]| over p and pairs, R(k) read from row k of the same table."""
+    s, c = PE_v[:, 0::2], PE_v[:, 1::2]                    # (max_len, d/2) sin and cos columns
+    n = max_len - k
+    s_next = s[:n] * c[k] + c[:n] * s[k]                   # sin(a + b) = sin a cos b + cos a sin b
+    c_next = c[:n] * c[k] - s[:n] * s[k]                   # cos(a + b) = cos a cos b - sin a sin b
+    return max(np.abs(s_next - s[k:]).max(), np.abs(c_next - c[k:]).max())
+
+
+shift_errors = {name: max(rotation_error(PE_v, k) for k in (1, 3, 10)) for name, PE_v in variants.items()}
+shift_errors["sinusoidal_table"] = max(rotation_error(table, k) for k in (1, 3, 10))
+for name, err in shift_errors.items():
+    print(f"{name:32s} shift-is-a-rotation error {err:.2e}")
+plots.sinusoidal_encoding(path=OUT / "04_sinusoidal.png")
+
+# %% [markdown]
+# ## 2. Learned positions
+#
+# GPT-2 and BERT learn one row per position, $P = W[0 : T]$, trained like the token
+# embeddings. Flexible, but there is no row for a position never trained: the
+# table has `max_len` rows and a longer sequence is an error.
+
+# %%
+learned = LearnedPositionEmbedding(max_len=8, d=4, rng=0).astype(np.float64)
+P = learned.forward(5)                                     # (T, C) rows 0..4
+learned.backward(np.ones_like(P))                          # dP: every used row gets a gradient
+print("rows with a gradient:", np.flatnonzero(np.abs(learned.grads["W"]).sum(axis=1)))
+try:
+    learned.forward(9)
+except ValueError as error:
+    too_long = str(error)
+    print("T = 9:", too_long)
+
+# %% [markdown]
+# ## 3. RoPE: rotate the queries and keys
+#
+# RoPE leaves the embeddings alone. Inside attention, it rotates each pair
+# $(x_{2j}, x_{2j+1})$ of a query or key at position $m$ by the angle $m\theta_j$,
+# $\theta_j = 10000^{-2j/D}$:
+#
+# $$\begin{pmatrix} y_{2j} \\ y_{2j+1}\end{pmatrix} = \begin{pmatrix} \cos m\theta_j & -\sin m\theta_j \\ \sin m\theta_j & \cos m\theta_j \end{pmatrix}\begin{pmatrix} x_{2j} \\ x_{2j+1}\end{pmatrix}.$$
+#
+# Rotations compose, $R(m)^\top R(n) = R(n - m)$, so the score
+# $\langle R(m) q, R(n) k\rangle = \langle q, R(n - m) k\rangle$ depends on the positions only
+# through their DIFFERENCE: attention sees relative positions for free.
+#
+# First the smallest case: D = 2, one pair, $\theta_0 = 1$ radian per position. The
+# vector (1, 0) at position m should become (cos m, sin m).
+
+# %%
+n_pos = 6
+e0 = np.zeros((1, 1, n_pos, 2))
+e0[..., 0] = 1.0                                           # (1, 0) at positions 0..5
+rotated, _ = rope_forward(e0)                              # (1, 1, n_pos, 2)
+print("RoPE of (1, 0) at positions 0..5:\n", rotated[0, 0])
+
+# %% [markdown]
+# Now a query q and a key k (D = 16), placed at every position m and n:
+
+# %%
+D, n_pos = 16, 24
+q = rng.standard_normal(D)
+k = rng.standard_normal(D)
+Rq, _ = rope_forward(np.ascontiguousarray(np.broadcast_to(q, (1, 1, n_pos, D))))  # row m = R(m) q
+Rk, _ = rope_forward(np.ascontiguousarray(np.broadcast_to(k, (1, 1, n_pos, D))))  # row n = R(n) k
+scores = Rq[0, 0] @ Rk[0, 0].T                             # (n_pos, n_pos) scores[m, n]
+spread_per_distance = max(np.ptp(np.diagonal(scores, offset)) for offset in range(-n_pos + 1, n_pos))
+print("score at (m, n) = (0, 0), (5, 5), (17, 17):", scores[0, 0], scores[5, 5], scores[17, 17])
+print("largest spread of the scores along any diagonal m - n = const:", spread_per_distance)
+print("norms are kept: max | |R(m) q| - |q| | =", np.abs(np.linalg.norm(Rq[0, 0], axis=-1) - np.linalg.norm(q)).max())
+plots.rope_figure(path=OUT / "04_rope.png")
+
+# %% [markdown]
+# ## 4. ALiBi: a distance penalty on the scores
+#
+# ALiBi adds no position to any vector. Each head $h$ subtracts a multiple of the
+# distance from its scores, so far-away keys count less:
+#
+# $$\text{scores}[h, i, j] \mathrel{+}= -m_h\,(i - j), \qquad m_h = 2^{-8h/H},\ h = 1 \dots H.$$
+#
+# For H = 8 the slopes are $1/2, 1/4, \dots, 1/256$: some heads look far back, some
+# only at the last few tokens. When H is not a power of two, the paper takes the
+# slopes of the largest power of two $n < H$ and fills in every other slope of $2n$
+# heads: H = 6 gives $[2^{-2}, 2^{-4}, 2^{-6}, 2^{-8}]$ followed by $[2^{-1}, 2^{-3}]$.
+
+# %%
+slopes8, slopes6 = alibi_slopes(8), alibi_slopes(6)
+print("H = 8:", [f"1/{round(1 / s)}" for s in slopes8])
+print("H = 6:", [f"1/{round(1 / s)}" for s in slopes6])
+bias = alibi_bias(alibi_slopes(2), T=4, S=4, dtype=np.float64)   # (H, T, S)
+print("head 0 (slope 1/16), bias × 16 = -(i - j); above the diagonal the causal mask hides it:\n",
+      bias[0] * 16)
+
+T_show = 12
+bias_show = alibi_bias(alibi_slopes(4), T_show, T_show, dtype=np.float64)   # (4, T, T)
+hidden = ~causal_mask(T_show)
+fig = Figure(figsize=(13, 3.4), layout="constrained")
+axes = fig.subplots(1, 4)
+for h, ax in enumerate(axes):
+    shown = np.where(hidden, np.nan, bias_show[h])        # the masked future left blank
+    image = ax.imshow(shown, cmap="magma", vmin=bias_show.min(), vmax=0)
+    ax.set_title(f"head {h + 1}: slope 1/{round(1 / alibi_slopes(4)[h])}")
+    ax.set_xlabel("key j")
+axes[0].set_ylabel("query i")
+fig.colorbar(image, ax=axes, label="bias added to the score")
+fig.savefig(OUT / "04_alibi.png", dpi=100)
+print("figures in", OUT)
+
+# %% [markdown]
+# ## What this lecture claimed, checked
+
+# %%
+# Without positions attention is permutation-equivariant; with them it is not.
+assert np.allclose(y_perm, y[:, perm], rtol=0, atol=1e-12)
+assert np.abs(y_pos_perm - y_pos[:, perm]).max() > 1e-3
+
+# Of the loop variants, A (column index, i - 1 for the cos) is the paper's formula and
+# equals sinusoidal_table; B and C differ from it by O(1).
+assert np.abs(variants["A (i = column, (i-1) for cos)"] - table).max() < 1e-12
+assert np.abs(variants["B (column index in 2i/d)"] - table).max() > 0.5
+assert np.abs(variants["C (i instead of i-1 for cos)"] - table).max() > 0.5
+# A shift by k is a rotation of each pair for the real table (and A), not for B or C.
+assert shift_errors["sinusoidal_table"] < 1e-12 and shift_errors["A (i = column, (i-1) for cos)"] < 1e-12
+assert shift_errors["B (column index in 2i/d)"] > 1e-2 and shift_errors["C (i instead of i-1 for cos)"] > 1e-2
+# Each pair turns by ω_i = 10000^(-2i/d) per position (wavelength 2π/ω_i, from 2π up):
+# read the angle of row 1 of the table, atan2(sin ω_i, cos ω_i).
+omega = np.arctan2(table[1, 0::2], table[1, 1::2])                 # (d/2,)
+assert np.allclose(omega, [10000.0 ** (-2 * i / d) for i in range(d // 2)], rtol=1e-12)
+
+# Learned positions: only the rows used get a gradient; a position past max_len is an error.
+assert np.array_equal(np.flatnonzero(np.abs(learned.grads["W"]).sum(axis=1)), np.arange(5))
+assert "max_len=8" in too_long
+
+# RoPE: (1, 0) at position m becomes (cos m, sin m); scores depend only on m - n; norms kept.
+assert np.allclose(rotated[0, 0], np.stack([np.cos(np.arange(6)), np.sin(np.arange(6))], axis=1),
+                   rtol=0, atol=1e-12)
+assert spread_per_distance < 1e-12
+assert np.allclose(np.linalg.norm(Rq[0, 0], axis=-1), np.linalg.norm(q), rtol=1e-12)
+
+# ALiBi: the slopes by the rule, worked by hand; the bias is -slope · (i - j).
+assert slopes8 == [2.0 ** -h for h in range(1, 9)]
+assert slopes6 == [2.0 ** -2, 2.0 ** -4, 2.0 ** -6, 2.0 ** -8, 2.0 ** -1, 2.0 ** -3]
+i_minus_j = np.array([[0, -1, -2, -3], [1, 0, -1, -2], [2, 1, 0, -1], [3, 2, 1, 0]])
+assert np.array_equal(bias[0], -i_minus_j / 16) and np.array_equal(bias[1], -i_minus_j / 256)
+print("lecture 4: all claims check out")

@@ -1,0 +1,254 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+# ---
+
+# %% [markdown]
+# # Lecture 5: training the encoder-decoder
+#
+# The original Transformer (Vaswani et al. 2017) maps a source sequence to a target
+# sequence. We train it on a task small enough to watch: **reverse** a sequence of
+# symbols. Four ideas make the training work:
+#
+# 1. **teacher forcing**: the decoder reads the TRUE previous target tokens and
+#    predicts every position in one forward pass;
+# 2. **label smoothing**: the target distribution gives a little mass to every class;
+# 3. a **warmup** of the learning rate;
+# 4. at test time, **greedy decoding**: feed the model its own predictions, one token at a time.
+
+# %%
+import math
+import os
+from pathlib import Path
+
+import matplotlib
+matplotlib.use("Agg")                    # figures go to files, never to a window
+import numpy as np
+
+from minitransformer import plots
+from minitransformer.data import BOS, EOS, IGNORE_INDEX, PAD, make_sequence_task
+from minitransformer.functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
+from minitransformer.functional.softmax import softmax_forward
+from minitransformer.generate import generate_seq2seq, greedy_seq2seq
+from minitransformer.models import Seq2Seq, Seq2SeqConfig
+from minitransformer.optim import noam_schedule
+from minitransformer.tasks import SequenceTaskData
+from minitransformer.train import TrainConfig, train
+
+FAST = os.environ.get("MINITRANSFORMER_FAST") == "1"          # smaller and quicker: for tests
+HERE = Path(__file__).parent if "__file__" in globals() else Path.cwd()   # a script, or a notebook
+OUT = Path(os.environ.get("MINITRANSFORMER_LECTURE_OUT", HERE / "_out"))  # figures land here
+OUT.mkdir(parents=True, exist_ok=True)
+np.set_printoptions(precision=4, suppress=True)
+
+NAMES = {PAD: "[PAD]", BOS: "[START]", EOS: "[END]"}          # the special tokens 0, 1, 2
+
+
+def show(ids):
+    """Token ids as text: the special tokens by name, the symbols 3 .. V-1 as numbers."""
+    return " ".join(NAMES.get(int(t), str(int(t))) for t in ids if t != IGNORE_INDEX)
+
+# %% [markdown]
+# ## 1. Teacher forcing: `tgt_in` and `tgt_out`
+#
+# For a source $x_1 \dots x_L$ with target $y_1 \dots y_L$ (here $y = $ reversed $x$):
+#
+# * `tgt_in`  = [START] $y_1 \dots y_L$ — what the decoder reads,
+# * `tgt_out` = $y_1 \dots y_L$ [END] — what it must predict, position by position:
+#   `tgt_out[t] = tgt_in[t + 1]`, the target shifted left by one.
+#
+# Shorter sequences are padded: [PAD] in `src` (hidden by the key padding mask) and
+# in `tgt_in` (it comes after the real tokens, so the causal mask hides it from them),
+# and `-100` (`IGNORE_INDEX`) in `tgt_out`, which the loss skips. With the causal mask
+# in the decoder, position t sees `tgt_in[: t + 1]` only, so all L + 1 predictions are
+# made in ONE forward pass, each from the true prefix ("teacher forcing").
+
+# %%
+V = 13                                                     # [PAD], [START], [END] and 10 symbols 3..12
+example = make_sequence_task("reverse", 3, (3, 6), V, np.random.default_rng(0))
+for b in range(3):
+    print(f"src     {show(example.src[b])}\ntgt_in  {show(example.tgt_in[b])}\n"
+          f"tgt_out {show(example.tgt_out[b])}   (raw: {example.tgt_out[b].tolist()})\n")
+
+# %% [markdown]
+# ## 2. Label smoothing
+#
+# Plain cross-entropy pulls the predicted distribution $p$ towards a one-hot target.
+# Label smoothing (Szegedy et al. 2016; the paper uses $\varepsilon = 0.1$) pulls it towards
+#
+# $$q = (1 - \varepsilon)\,\text{onehot}(y) + \varepsilon / V, \qquad
+#   \ell = -\sum_c q_c \log p_c = (1-\varepsilon)(-\log p_y) + \varepsilon\,\operatorname{mean}_c(-\log p_c).$$
+#
+# The model is never asked for probability 1, which keeps logits from growing
+# without bound. A consequence: the smallest possible loss is no longer 0 but the
+# entropy of $q$, reached when $p = q$ (Gibbs' inequality: $-\sum q \log p \ge -\sum q \log q$).
+# We check `cross_entropy_forward` against the formula evaluated with the math
+# module, and read $q$ back from its gradient, $d\ell/dz = p - q$.
+
+# %%
+eps = 0.1
+z = np.array([[2.0, -1.0, 0.5, 0.0, 1.0]])                 # (N=1, 5) logits
+y = np.array([0])
+loss, ce_cache = cross_entropy_forward(z, y, label_smoothing=eps)
+Vz = z.shape[1]
+p_math = [math.exp(zc) / sum(math.exp(zj) for zj in z[0]) for zc in z[0]]
+q_math = [(1 - eps) * (c == y[0]) + eps / Vz for c in range(Vz)]
+loss_math = -sum(qc * math.log(pc) for qc, pc in zip(q_math, p_math))
+q_from_gradient = softmax_forward(z)[0][0] - cross_entropy_backward(1.0, ce_cache)[0]   # p - (p - q)
+print(f"cross_entropy_forward: {float(loss):.12f} | formula: {loss_math:.12f}")
+print("q read from the gradient:", q_from_gradient, "| formula:", np.array(q_math))
+
+
+def entropy(probs):
+    return -sum(pc * math.log(pc) for pc in probs if pc > 0)
+
+
+q_V = [(1 - eps) * (c == 0) + eps / V for c in range(V)]  # the smoothed target for our task, V = 13
+floor = entropy(q_V)
+loss_at_q = float(cross_entropy_forward(np.log(np.array([q_V])), np.array([0]), label_smoothing=eps)[0])
+print(f"with V = {V}: the smallest possible smoothed loss H(q) = {floor:.4f}; "
+      f"the loss at p = q: {loss_at_q:.4f}")
+plots.label_smoothing(V=8, eps=eps, path=OUT / "05_label_smoothing.png")
+
+# %% [markdown]
+# ## 3. Warmup
+#
+# Adam's early steps are noisy (its second-moment estimate has seen few gradients),
+# and post-norm Transformers diverge with a large learning rate at the start. The
+# paper warms up linearly and then decays as $1/\sqrt{\text{step}}$:
+#
+# $$\text{lr} = d_{\text{model}}^{-0.5}\cdot\min\!\left(\text{step}^{-0.5},\ \text{step}\cdot\text{warmup}^{-1.5}\right).$$
+#
+# The two terms meet at step = warmup, the peak: $(d_{\text{model}}\cdot\text{warmup})^{-1/2}$,
+# $7.0 \times 10^{-4}$ for the paper's base model ($d_{\text{model}} = 512$, warmup 4000).
+# This package's training loop uses the other common shape, linear warmup then a
+# cosine decay (`TrainConfig.warmup_steps`); both are in the figure.
+
+# %%
+noam = noam_schedule(d_model=512, warmup_steps=4000)
+print(f"lr(1000) = {noam(1000):.3e}, lr(4000) = {noam(4000):.3e} (peak), lr(16000) = {noam(16000):.3e}")
+plots.lr_schedules(path=OUT / "05_lr_schedules.png")
+
+# %% [markdown]
+# ## 4. Training on the reverse task
+#
+# `SequenceTaskData` draws fresh random sequences for every batch (and keeps a
+# fixed held-out set); `train` runs the loop: forward, cross-entropy, backward,
+# gradient clipping, AdamW, with linear warmup and cosine decay. The model is the
+# paper's architecture (post-norm, ReLU, sinusoidal positions, shared embeddings),
+# just small.
+
+# %%
+steps, width, batch = (40, 32, 32) if FAST else (400, 64, 64)
+config = Seq2SeqConfig(vocab_size=V, block_size=10, n_layer=2, n_head=4, n_embd=width)
+model = Seq2Seq(config, rng=0)
+task = SequenceTaskData("reverse", V, (3, 8), batch, n_val=200, seed=0)
+train_config = TrainConfig(steps=steps, lr=3e-3, warmup_steps=steps // 10, label_smoothing=eps,
+                           eval_interval=steps, log_interval=max(steps // 5, 1), final_eval_batches=5)
+print(f"{model.num_parameters():,} parameters, {steps} steps")
+result = train(model, task, train_config)
+losses = np.array([loss for _, loss in result.history])
+print(f"training loss (smoothed, ε = {eps}): first 10 steps {losses[:10].mean():.3f}, "
+      f"last 10 steps {losses[-10:].mean():.3f}; floor H(q) = {floor:.3f}")
+print(f"held-out loss (no smoothing): {result.final_val_loss:.3f}")
+plots.loss_curve(result.history, result.evals, path=OUT / "05_loss.png")
+
+# %% [markdown]
+# ## 5. Greedy decoding, step by step
+#
+# At test time there is no target to read. The encoder runs ONCE on the source;
+# then the decoder starts from [START] and, at each step, appends the most probable
+# next token, until it emits [END]:
+#
+# $$\hat y_{t+1} = \arg\max_v\ p(v \mid \hat y_{\le t}, x).$$
+
+# %%
+src, src_lengths, _, _ = task.val
+row = 0
+src_row = src[row:row + 1]                                 # (1, S)
+model.eval()
+memory = model.encode(src_row)                             # (1, S, C), computed once
+mask = model.source_mask(src_row)                          # (1, S) True = real token
+decoded = [BOS]
+print("source:", show(src_row[0][:src_lengths[row]]))
+print("output:", show(decoded), end=" ", flush=True)
+for t in range(config.block_size - 1):
+    logits = model.decoder.forward(np.array([decoded]), memory, mask)   # (1, t + 1, V) the whole prefix
+    next_token = int(logits[0, -1].argmax())               # the last position predicts the next token
+    decoded.append(next_token)
+    print(show([next_token]), end=" ", flush=True)
+    if next_token == EOS:
+        break
+print()
+
+# %% [markdown]
+# `generate.greedy_seq2seq` does the same for a whole batch, with a KV cache (each
+# step feeds only the new token). With `trace=[]`, `generate_seq2seq` also records
+# the most probable candidates at every step:
+
+# %%
+trace = []
+library = generate_seq2seq(model, src_row, max_len=config.block_size - 1, bos_id=BOS, eos_id=EOS, trace=trace)
+for t, step in enumerate(trace):
+    top3 = ", ".join(f"{show([tok])} {p:.2f}" for tok, p in step.candidates[0][:3])
+    print(f"step {t}: chose {show(step.tokens):8s} | top candidates: {top3}")
+
+predictions = greedy_seq2seq(model, src, max_len=config.block_size - 1, bos_id=BOS, eos_id=EOS)   # (N, 9)
+correct = [np.array_equal(predictions[i, :L], src[i, :L][::-1]) and predictions[i, L] == EOS
+           for i, L in enumerate(src_lengths)]
+accuracy = float(np.mean(correct))
+print(f"held-out exact-match accuracy: {accuracy:.1%} of {len(src)} sequences")
+
+# %% [markdown]
+# Teacher forcing and step-by-step decoding are the same computation: the causal
+# mask makes position t's logits depend on `tgt_in[: t + 1]` only, so the logits of
+# one teacher-forced pass equal those of feeding the prefixes one by one.
+
+# %%
+tgt_prefix = np.array([decoded])                           # (1, t) our greedy output, as a target
+full_pass = model.decoder.forward(tgt_prefix, memory, mask)              # (1, t, V) all at once
+one_by_one = np.concatenate([model.decoder.forward(tgt_prefix[:, :t + 1], memory, mask)[:, -1:]
+                             for t in range(tgt_prefix.shape[1])], axis=1)   # (1, t, V)
+model.train()
+print("teacher-forced pass vs prefix by prefix, max difference:", np.abs(full_pass - one_by_one).max())
+print("figures in", OUT)
+
+# %% [markdown]
+# ## What this lecture claimed, checked
+
+# %%
+# Teacher forcing: tgt_out is tgt_in shifted left, ending in [END], then ignored positions;
+# for "reverse" the target is the source backwards.
+for b in range(3):
+    L = example.src_lengths[b]
+    assert np.array_equal(example.tgt_out[b, :L], example.tgt_in[b, 1:L + 1])
+    assert example.tgt_out[b, L] == EOS and np.all(example.tgt_out[b, L + 1:] == IGNORE_INDEX)
+    assert np.array_equal(example.tgt_out[b, :L], example.src[b, :L][::-1])
+
+# Label smoothing: the library's loss is the formula; its gradient implies the target q;
+# the loss at p = q is H(q), the floor no training loss can go under.
+assert abs(float(loss) - loss_math) < 1e-12
+assert np.allclose(q_from_gradient, q_math, rtol=0, atol=1e-12)
+assert abs(loss_at_q - floor) < 1e-12
+assert losses.min() >= floor
+
+# Noam schedule: peak (512 · 4000)^-1/2 at step 4000, a linear rise before, 1/√step after.
+assert abs(noam(4000) - (512 * 4000) ** -0.5) < 1e-15
+assert noam(3999) < noam(4000) > noam(4001)
+assert abs(noam(1000) - noam(4000) / 4) < 1e-15 and abs(noam(16000) - noam(4000) / 2) < 1e-15
+
+# Training lowered the loss; the full run solves the task on held-out sequences.
+assert losses[-10:].mean() < losses[:10].mean()
+if not FAST:
+    assert accuracy >= 0.9, accuracy
+
+# Greedy decoding written out = the library's (with its KV cache), token for token.
+assert library[0, :len(decoded) - 1].tolist() == decoded[1:]
+assert [s.tokens[0] for s in trace] == decoded[1:]
+# Teacher forcing computes the same logits as decoding prefix by prefix (float32 rounding).
+assert np.allclose(full_pass, one_by_one, rtol=1e-4, atol=1e-5)
+print("lecture 5: all claims check out")

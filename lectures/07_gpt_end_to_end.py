@@ -1,0 +1,208 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+# ---
+
+# %% [markdown]
+# # Lecture 7: a GPT, end to end
+#
+# Everything of the previous lectures, assembled into a decoder-only language
+# model and trained on text: the English help topics that ship with Python
+# (no download). Then we sample from it and look at where it attends.
+#
+# $$x_0 = E[\text{ids}] + P[0{:}T], \qquad x_l = \text{Block}_l(x_{l-1}), \qquad
+#   \text{logits} = \operatorname{LayerNorm}(x_L)\, E^\top, \qquad
+#   p(\text{token}_{t+1} \mid \text{tokens}_{\le t}) = \operatorname{softmax}(\text{logits}_t).$$
+#
+# Each block is pre-norm: $x + \operatorname{Attn}(\operatorname{LN}(x))$ with the causal mask, then
+# $x + \operatorname{FFN}(\operatorname{LN}(x))$. Without `MINITRANSFORMER_FAST=1` this lecture trains for
+# a minute or two on a laptop CPU.
+
+# %%
+import math
+import os
+from pathlib import Path
+
+import matplotlib
+matplotlib.use("Agg")                    # figures go to files, never to a window
+import numpy as np
+
+from minitransformer import plots
+from minitransformer.data import load_text, random_batch, train_val_split
+from minitransformer.functional.cross_entropy import cross_entropy_forward
+from minitransformer.functional.softmax import softmax_forward
+from minitransformer.generate import generate
+from minitransformer.models import GPT, GPTConfig
+from minitransformer.tasks import LanguageModelTask
+from minitransformer.tokenizers import CharTokenizer
+from minitransformer.train import TrainConfig, train
+
+FAST = os.environ.get("MINITRANSFORMER_FAST") == "1"          # smaller and quicker: for tests
+HERE = Path(__file__).parent if "__file__" in globals() else Path.cwd()   # a script, or a notebook
+OUT = Path(os.environ.get("MINITRANSFORMER_LECTURE_OUT", HERE / "_out"))  # figures land here
+OUT.mkdir(parents=True, exist_ok=True)
+np.set_printoptions(precision=3, suppress=True)
+
+# %% [markdown]
+# ## 1. The data: characters
+#
+# The simplest tokenizer: one token per character, ids in sorted character
+# order. The first 90% of the text trains, the last 10% validates (a contiguous
+# split: neighbouring windows overlap, so a shuffled split would leak).
+
+# %%
+text = load_text()                                         # Python's own help topics
+tokenizer = CharTokenizer.from_text(text)
+ids = np.asarray(tokenizer.encode(text), dtype=np.int64)
+train_ids, val_ids = train_val_split(ids, 0.1)
+V = tokenizer.vocab_size
+print(f"{len(text):,} characters, {V} distinct; {len(train_ids):,} for training, {len(val_ids):,} for validation")
+print("a sample of the text:", repr(text[10000:10120]))
+
+# %% [markdown]
+# ## 2. The model
+#
+# Its parameters, counted by hand: the token table $V C$ and the position table
+# $T_{\max} C$; per block two LayerNorms ($2 \cdot 2C$), attention ($C \cdot 3C + 3C$ for
+# $W_{qkv}$, $C^2 + C$ for $W_o$), the FFN ($C \cdot 4C + 4C$ and $4C \cdot C + C$); the final
+# LayerNorm $2C$; the output matrix is the token table itself (tied), so it adds nothing.
+
+# %%
+if FAST:
+    config = GPTConfig(vocab_size=V, block_size=32, n_layer=2, n_head=4, n_embd=32)
+    steps, batch_size, lr = 30, 8, 3e-3
+else:
+    config = GPTConfig(vocab_size=V, block_size=64, n_layer=4, n_head=4, n_embd=128)
+    steps, batch_size, lr = 1000, 12, 1e-3
+model = GPT(config, rng=0)
+C, T_max, L = config.n_embd, config.block_size, config.n_layer
+by_hand = V * C + T_max * C + L * (4 * C + (3 * C * C + 3 * C) + (C * C + C) + (4 * C * C + 4 * C)
+                                   + (4 * C * C + C)) + 2 * C
+print(f"{model.num_parameters():,} parameters (by hand: {by_hand:,})")
+
+# %% [markdown]
+# Before any training the predictions are nearly uniform, so the loss should be
+# close to $\ln V$, the cross-entropy of the uniform guess: the weights are small
+# (std 0.02), the final LayerNorm gives $h$ entries of unit scale, and the logits
+# $h E^\top$ then have a standard deviation of only about $0.02\sqrt C$ (0.1 to 0.2 here).
+# Logits that small move the loss from $\ln V$ by a few hundredths at most.
+
+# %%
+task = LanguageModelTask(train_ids, val_ids, config.block_size, batch_size)
+x, y = random_batch(train_ids, config.block_size, batch_size, np.random.default_rng(0))   # (B, T) each
+initial_loss = float(cross_entropy_forward(model.forward(x), y)[0])
+model.zero_grad()
+print(f"loss at initialisation {initial_loss:.4f}; ln V = {math.log(V):.4f}; "
+      f"0.02·√C = {0.02 * math.sqrt(C):.3f}")
+
+# %% [markdown]
+# ## 3. Training
+#
+# `train` runs the loop of `minitransformer/train.py`: a random batch of windows,
+# forward, cross-entropy, backward, gradient clipping, AdamW, linear warmup then
+# cosine decay, and an evaluation on both splits at the end.
+
+# %%
+train_config = TrainConfig(steps=steps, lr=lr, warmup_steps=steps // 10, eval_interval=max(steps // 2, 1),
+                           log_interval=max(steps // 10, 1), eval_batches=5 if FAST else 20,
+                           final_eval_batches=5 if FAST else 50)
+result = train(model, task, train_config)
+losses = np.array([loss for _, loss in result.history])
+print(f"trained {steps} steps in {result.seconds:.1f} s: train loss {result.final_train_loss:.3f}, "
+      f"validation loss {result.final_val_loss:.3f} (from {initial_loss:.3f})")
+plots.loss_curve(result.history, result.evals, path=OUT / "07_loss.png")
+
+# %% [markdown]
+# ## 4. Sampling
+#
+# To generate, feed a prompt, turn the logits of the last position into
+# probabilities, pick a token, append it, repeat. Greedy picks the most probable
+# token; sampling draws from $\operatorname{softmax}(\text{logits}/\tau)$, where the temperature $\tau < 1$
+# sharpens the distribution. First, the model's top guesses after a prompt:
+
+# %%
+prompt = "The "
+prompt_ids = np.array([tokenizer.encode(prompt)])          # (1, T0)
+model.eval()
+p_next = softmax_forward(model.forward(prompt_ids)[0, -1])[0]   # (V,) p(next | "The ")
+model.train()
+top = np.argsort(-p_next)[:5]
+print("after 'The ':", ", ".join(f"{tokenizer.decode([t])!r} {p_next[t]:.3f}" for t in top))
+
+sample = generate(model, prompt_ids, max_new_tokens=60 if FAST else 200, strategy="sample",
+                  temperature=0.8, rng=np.random.default_rng(0), use_cache=False)   # crops to the last block_size
+print("sampled (τ = 0.8):\n" + tokenizer.decode(sample[0]))
+n_greedy = config.block_size - prompt_ids.shape[1]        # stay within the context: no cropping
+greedy = generate(model, prompt_ids, max_new_tokens=n_greedy)
+greedy_no_cache = generate(model, prompt_ids, max_new_tokens=n_greedy, use_cache=False)
+print("greedy:\n" + tokenizer.decode(greedy[0]))
+
+# %% [markdown]
+# `generate` keeps a KV cache: each new token is one more position for every
+# layer, instead of re-running the whole prefix. With `use_cache=False` it re-runs
+# the prefix each step, the textbook way; within the context length (block_size
+# positions) the tokens must be the same. Beyond it, the cached version stops,
+# because learned positions cannot slide, and the uncached one crops the prefix to
+# its last block_size tokens: that is how the sample above grew longer than the context.
+#
+# ## 5. Where does it look?
+#
+# After a forward pass in eval mode, each attention layer keeps its probabilities
+# $P$ (B, H, T, T): `model.blocks[l].attn.sublayer.attention_probs()`. Each row is a
+# distribution over the keys, and the causal mask leaves the upper triangle 0.
+
+# %%
+phrase = "The return statement"
+phrase_ids = np.array([tokenizer.encode(phrase)])          # (1, T)
+model.eval()
+model.forward(phrase_ids)
+P = [block.attn.sublayer.attention_probs().copy() for block in model.blocks]   # L × (1, H, T, T)
+model.train()
+for l, P_l in enumerate(P):
+    last = P_l[0, :, -1]                                   # (H, T) where the last character looks
+    print(f"layer {l}: each head's favourite key for the last character 't':",
+          [repr(phrase[j]) + f"@{j}" for j in last.argmax(axis=-1)])
+plots.attention_grid(model, phrase_ids, list(phrase), path=OUT / "07_attention_grid.png")
+plots.attention_map(P[-1][0, 0], list(phrase), title="Last layer, head 0", path=OUT / "07_attention_head.png")
+print("figures in", OUT)
+
+# %% [markdown]
+# In the grid (after the full run), look for a few recurring shapes: a band just
+# below the diagonal (a head that reads the previous character), vertical stripes
+# (every later character looking at one key, such as the space that starts the
+# current word), and broad, diffuse rows (a head averaging over the recent past).
+# With fast mode's 30 steps the model has not learned enough to show them.
+#
+# ## What this lecture claimed, checked
+
+# %%
+# The parameter count by hand; the loss at initialisation is within 0.1 of ln V.
+assert model.num_parameters() == by_hand
+assert abs(initial_loss - math.log(V)) < 0.1
+
+# Training lowered the loss; the full run gets well below the uniform guess ln V.
+assert losses[-5:].mean() < losses[:5].mean()
+assert result.final_val_loss < initial_loss
+if not FAST:
+    assert result.final_val_loss < 2.5, result.final_val_loss
+
+# Generation: the prompt is kept, every new id is a character of the vocabulary, and
+# greedy decoding gives the same tokens with and without the KV cache.
+assert sample[0, :prompt_ids.shape[1]].tolist() == prompt_ids[0].tolist()
+assert sample.shape[1] == prompt_ids.shape[1] + (60 if FAST else 200)   # no eos_id: all tokens made
+assert sample.min() >= 0 and sample.max() < V
+assert np.array_equal(greedy, greedy_no_cache)
+assert abs(p_next.sum() - 1) < 1e-5
+
+# Attention: rows are distributions (float32 rounding), the future is exactly 0.
+T_phrase = len(phrase)
+future = np.triu(np.ones((T_phrase, T_phrase), dtype=bool), k=1)   # key j > query i
+for P_l in P:
+    assert P_l.shape == (1, config.n_head, T_phrase, T_phrase)
+    assert np.allclose(P_l.sum(axis=-1), 1.0, atol=1e-5)
+    assert np.all(P_l[..., future] == 0.0)
+print("lecture 7: all claims check out")
