@@ -2,7 +2,7 @@
 
 The analytic gradient of a scalar objective is compared with central differences
 
-    dL/dx_i  ≈  (L(x + h e_i) - L(x - h e_i)) / 2h,      L = sum(out * g)
+    dL/dx_i  ≈  sum((out(x + h e_i) - out(x - h e_i)) * g) / 2h,      L = sum(out * g)
 
 where ``g`` is a RANDOM upstream gradient, never all ones: with ones, errors that
 sum to zero hide (the sum over a softmax row has zero gradient whatever the bug).
@@ -92,8 +92,14 @@ def _coords(shape, max_coords: int, rng) -> list:
     return sorted(rng.choice(size, size=max_coords, replace=False).tolist())
 
 
-def _numerical(objective, x, coords, h: float) -> np.ndarray:
-    """Central differences of ``objective()`` w.r.t. ``x.flat[coords]``; x is restored."""
+def _numerical(output, g, x, coords, h: float) -> np.ndarray:
+    """Central differences of L = sum(output() * g) w.r.t. ``x.flat[coords]``; x is restored.
+
+    The two outputs are subtracted element by element BEFORE the dot product with
+    g: entries the perturbation does not reach cancel exactly, so the round-off is
+    relative to what changed, not to the whole of L (a large bias would otherwise
+    drown a small weight gradient).
+    """
     flat = x.reshape(-1)  # a view: perturbing it perturbs x
     if not np.shares_memory(flat, x):
         raise ValueError("gradient check: inputs and parameters must be C-contiguous arrays "
@@ -102,11 +108,11 @@ def _numerical(objective, x, coords, h: float) -> np.ndarray:
     for k, i in enumerate(coords):
         old = float(flat[i])
         flat[i] = old + h
-        plus = objective()
+        plus = output()
         flat[i] = old - h
-        minus = objective()
+        minus = output()
         flat[i] = old
-        grads[k] = (plus - minus) / (2 * h)
+        grads[k] = _dot(plus - minus, g) / (2 * h)
     return grads
 
 
@@ -131,13 +137,13 @@ def _as_tuple(grads) -> tuple:
     return grads if isinstance(grads, tuple) else (grads,)
 
 
-def _report(result, name, x, analytic, objective, h, max_coords, rng, tol):
+def _report(result, name, x, analytic, output, g, h, max_coords, rng, tol):
     if analytic is None:
         return
     if tuple(analytic.shape) != tuple(x.shape):
         raise ValueError(f"gradient of {name}: expected shape {tuple(x.shape)}, got {tuple(analytic.shape)}")
     coords = _coords(x.shape, max_coords, rng)
-    numeric = _numerical(objective, x, coords, h)
+    numeric = _numerical(output, g, x, coords, h)
     a = to_numpy(analytic).reshape(-1)[coords]
     abs_err, rel = relative_error(a, numeric)
     result.rows.append(TensorReport(name, tuple(x.shape), abs_err, rel, rel <= tol, len(coords)))
@@ -164,12 +170,12 @@ def check_pair(forward, backward, inputs: dict, *, kwargs=None, wrt=None, seed: 
     if len(grads) < len(wrt):
         raise ValueError(f"backward returned {len(grads)} gradients for {len(wrt)} inputs {wrt}")
 
-    def objective():
-        return _dot(forward(**inputs, **kwargs)[0], g)
+    def output():
+        return forward(**inputs, **kwargs)[0]
 
     result = GradcheckResult(tol=tol)
     for name, analytic in zip(wrt, grads):
-        _report(result, name, inputs[name], analytic, objective, h, max_coords, rng, tol)
+        _report(result, name, inputs[name], analytic, output, g, h, max_coords, rng, tol)
     return result
 
 
@@ -204,15 +210,12 @@ def check_module(module, *inputs, seed: int = 0, h: float = 1e-6, tol: float = D
     g = _upstream(out, rng)
     input_grads = _as_tuple(module.backward(g))
 
-    def objective():
-        return _dot(run(), g)
-
     result = GradcheckResult(tol=tol)
     if check_inputs:
         for i, (x, dx) in enumerate(zip(inputs, input_grads)):
             if getattr(getattr(x, "dtype", None), "kind", None) == "f" and dx is not None:
                 _require_float64(f"input[{i}]", x)
-                _report(result, f"input[{i}]", x, dx, objective, h, max_coords, rng, tol)
+                _report(result, f"input[{i}]", x, dx, run, g, h, max_coords, rng, tol)
     for name, p, grad in module.parameters():
-        _report(result, name, p, grad.copy(), objective, h, max_coords, rng, tol)
+        _report(result, name, p, grad.copy(), run, g, h, max_coords, rng, tol)
     return result
