@@ -125,7 +125,8 @@ def train(model, task, cfg: TrainConfig, *, optimizer=None, checkpoint_path=None
     done, as an interruption would; used to test that resuming is exact.
     """
     optimizer = optimizer or make_optimizer(model, cfg)
-    schedule = warmup_cosine_schedule(cfg.lr, cfg.warmup_steps, cfg.steps, cfg.min_lr)
+    # A run shorter than the warmup warms up over its whole length.
+    schedule = warmup_cosine_schedule(cfg.lr, min(cfg.warmup_steps, cfg.steps), cfg.steps, cfg.min_lr)
     batch_rng = np.random.default_rng(cfg.seed)
     result, start = TrainResult(), 0
     if resume:
