@@ -22,8 +22,6 @@
 # Shape legend: B batch, T queries, S keys, C = d_model, H heads, D = C/H head dim.
 
 # %%
-import os
-from pathlib import Path
 
 import matplotlib
 matplotlib.use("Agg")                    # figures go to files, never to a window
@@ -36,10 +34,7 @@ from minitransformer.functional.masks import causal_mask, combine_masks, key_pad
 from minitransformer.gradcheck import check_module
 from minitransformer.layers import MultiHeadAttention
 
-FAST = os.environ.get("MINITRANSFORMER_FAST") == "1"          # smaller and quicker: for tests
-HERE = Path(__file__).parent if "__file__" in globals() else Path.cwd()   # a script, or a notebook
-OUT = Path(os.environ.get("MINITRANSFORMER_LECTURE_OUT", HERE / "_out"))  # figures land here
-OUT.mkdir(parents=True, exist_ok=True)
+from _lecture import FAST, OUT    # fast-mode switch; where figures go (lectures/_lecture.py)
 np.set_printoptions(precision=3, suppress=True)
 
 # %% [markdown]

@@ -23,8 +23,6 @@
 
 # %%
 import math
-import os
-from pathlib import Path
 
 import matplotlib
 matplotlib.use("Agg")                    # figures go to files, never to a window
@@ -38,10 +36,7 @@ from minitransformer.functional.rope import rope_forward
 from minitransformer.functional.sinusoidal import sinusoidal_table
 from minitransformer.layers import LearnedPositionEmbedding, MultiHeadAttention
 
-FAST = os.environ.get("MINITRANSFORMER_FAST") == "1"          # smaller and quicker: for tests
-HERE = Path(__file__).parent if "__file__" in globals() else Path.cwd()   # a script, or a notebook
-OUT = Path(os.environ.get("MINITRANSFORMER_LECTURE_OUT", HERE / "_out"))  # figures land here
-OUT.mkdir(parents=True, exist_ok=True)
+from _lecture import FAST, OUT    # fast-mode switch; where figures go (lectures/_lecture.py)
 np.set_printoptions(precision=4, suppress=True)
 
 # %% [markdown]

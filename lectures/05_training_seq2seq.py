@@ -22,8 +22,6 @@
 
 # %%
 import math
-import os
-from pathlib import Path
 
 import matplotlib
 matplotlib.use("Agg")                    # figures go to files, never to a window
@@ -39,10 +37,7 @@ from minitransformer.optim import noam_schedule
 from minitransformer.tasks import SequenceTaskData
 from minitransformer.train import TrainConfig, train
 
-FAST = os.environ.get("MINITRANSFORMER_FAST") == "1"          # smaller and quicker: for tests
-HERE = Path(__file__).parent if "__file__" in globals() else Path.cwd()   # a script, or a notebook
-OUT = Path(os.environ.get("MINITRANSFORMER_LECTURE_OUT", HERE / "_out"))  # figures land here
-OUT.mkdir(parents=True, exist_ok=True)
+from _lecture import FAST, OUT    # fast-mode switch; where figures go (lectures/_lecture.py)
 np.set_printoptions(precision=4, suppress=True)
 
 NAMES = {PAD: "[PAD]", BOS: "[START]", EOS: "[END]"}          # the special tokens 0, 1, 2
