@@ -8,11 +8,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from .backend import to_device
 from .gradcheck import check_module, check_pair
 
 
-def layer_checks(seed: int = 0):
-    """(name, thunk) pairs; each thunk runs one check and returns its GradcheckResult."""
+def layer_checks(seed: int = 0, device: str = "cpu"):
+    """(name, thunk) pairs; each thunk runs one check and returns its GradcheckResult.
+
+    ``device`` ("cpu" or "cuda"): the inputs are drawn on the host, then they and
+    every module are moved there, so the checker perturbs device arrays
+    (benchmarks/gpu_check.py runs the same list on CuPy).
+    """
     from .functional.softmax import log_softmax_backward, log_softmax_forward, softmax_backward, softmax_forward
     from .functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
     from .functional.attention import attention_backward, attention_forward
@@ -30,30 +36,32 @@ def layer_checks(seed: int = 0):
     # Every input is drawn here, before any check runs, so a check sees the same
     # inputs whether it runs alone or after the others.
     targets, emb_ids, gpt_ids = rng.integers(0, 8, (2, 5)), rng.integers(0, 7, (2, 5)), rng.integers(0, 11, (2, 5))
+    x, q, k, v, targets, emb_ids, gpt_ids, mask = (to_device(a, device) for a in
+                                                   (x, q, k, v, targets, emb_ids, gpt_ids, causal_mask(5)))
     f64 = np.float64
     checks = [
-        ("linear", lambda: check_module(Linear(8, 6, rng=seed).astype(f64), x, seed=seed)),
-        ("layernorm", lambda: check_module(LayerNorm(8).astype(f64), x, seed=seed)),
-        ("rmsnorm", lambda: check_module(RMSNorm(8).astype(f64), x, seed=seed)),
+        ("linear", lambda: check_module(Linear(8, 6, rng=seed).astype(f64).to(device), x, seed=seed)),
+        ("layernorm", lambda: check_module(LayerNorm(8).astype(f64).to(device), x, seed=seed)),
+        ("rmsnorm", lambda: check_module(RMSNorm(8).astype(f64).to(device), x, seed=seed)),
         ("softmax", lambda: check_pair(softmax_forward, softmax_backward, {"x": x}, seed=seed)),
         ("log_softmax", lambda: check_pair(log_softmax_forward, log_softmax_backward, {"x": x}, seed=seed)),
         ("cross_entropy", lambda: check_pair(cross_entropy_forward, cross_entropy_backward,
                                              {"logits": x, "targets": targets},
                                              kwargs={"label_smoothing": 0.1}, wrt=("logits",), seed=seed)),
-        ("embedding", lambda: check_module(Embedding(7, 8, rng=seed).astype(f64),
+        ("embedding", lambda: check_module(Embedding(7, 8, rng=seed).astype(f64).to(device),
                                            emb_ids, seed=seed)),
         ("attention (causal)", lambda: check_pair(attention_forward, attention_backward,
-                                                  {"q": q, "k": k, "v": v, "mask": causal_mask(5)},
+                                                  {"q": q, "k": k, "v": v, "mask": mask},
                                                   wrt=("q", "k", "v"), seed=seed)),
         ("multi-head attention", lambda: check_module(
-            MultiHeadAttention(8, 2, causal=True, rng=seed).astype(f64), x, seed=seed)),
+            MultiHeadAttention(8, 2, causal=True, rng=seed).astype(f64).to(device), x, seed=seed)),
     ]
     for name in ("relu", "gelu", "gelu_tanh", "silu", "geglu", "swiglu"):
-        checks.append((name, lambda name=name: check_module(make_activation(name), x, seed=seed)))
+        checks.append((name, lambda name=name: check_module(make_activation(name).to(device), x, seed=seed)))
     # A whole model chains many layers: round-off grows with depth, so the
     # tolerance is the whole-model one (1e-6); a wrong backward still shows ~1.
     tiny = GPTConfig(vocab_size=11, block_size=6, n_layer=2, n_head=2, n_embd=8, init_std=0.4)
-    checks.append(("GPT (whole model)", lambda: check_module(GPT(tiny, rng=seed, dtype=f64), gpt_ids,
+    checks.append(("GPT (whole model)", lambda: check_module(GPT(tiny, rng=seed, dtype=f64).to(device), gpt_ids,
                                                              seed=seed, tol=1e-6)))
     return checks
 

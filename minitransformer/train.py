@@ -13,6 +13,11 @@ A non-finite loss stops training with a clear message BEFORE the update, so no
 NaN reaches the weights or a checkpoint. Checkpoints (checkpoint.py) keep the
 parameters, the optimizer state and both random generators (batches, dropout),
 so ``resume`` continues bit for bit: the same losses as an uninterrupted run.
+
+Speed: unless ``TrainConfig.tune_malloc`` is False, ``train`` first asks glibc to keep
+freed memory for reuse (perf.tune_malloc): a step frees and allocates the same
+megabyte-sized arrays again and again, and fresh pages cost a page fault each.
+It is a process-wide setting, and it stays on after ``train`` returns.
 """
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ import numpy as np
 from .checkpoint import generator_state, load_checkpoint, save_checkpoint, set_generator_state
 from .functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from .optim import AdamW, clip_grad_norm, warmup_cosine_schedule
+from .perf import tune_malloc
 
 
 class TrainingDiverged(RuntimeError):
@@ -47,6 +53,7 @@ class TrainConfig:
     log_interval: int = 100            # a progress line every this many steps
     checkpoint_interval: int = 0       # save every this many steps (0 = only at the end)
     seed: int = 0                      # seeds the batch generator (the model has its own)
+    tune_malloc: bool = True           # keep freed memory for reuse (perf.tune_malloc): faster steps
 
     def __post_init__(self):
         for name in ("steps", "eval_interval", "log_interval", "final_eval_batches", "eval_batches"):
@@ -125,6 +132,8 @@ def train(model, task, cfg: TrainConfig, *, optimizer=None, checkpoint_path=None
     done, as an interruption would; used to test that resuming is exact.
     """
     optimizer = optimizer or make_optimizer(model, cfg)
+    if cfg.tune_malloc:
+        tune_malloc()      # process-wide, glibc only; 25-30% faster steps measured (perf.py)
     # A run shorter than the warmup warms up over its whole length.
     schedule = warmup_cosine_schedule(cfg.lr, min(cfg.warmup_steps, cfg.steps), cfg.steps, cfg.min_lr)
     batch_rng = np.random.default_rng(cfg.seed)

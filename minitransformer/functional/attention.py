@@ -26,6 +26,14 @@ Backward (each line reverses the forward line on its left):
     P = softmax(scores)            dscores = P ⊙ (dP - Σ_keys dP ⊙ P)     (softmax_backward)
     scores = ... + bias            dbias = dscores summed over bias's broadcast axes
     scores = Q Kᵀ / √D             dQ = dscores K / √D,   dK = dscoresᵀ Q / √D
+
+Where the work goes. The (B, H, T, S) scores are the largest arrays here (S keys
+per query, against D numbers per query in Q), so the code never makes a pass over
+them that a smaller array can make instead: 1/√D multiplies the keys,
+K/√D (B, K, S, D), once in forward, and the backward reuses that product for dQ
+and scales dK (B, K, S, D) rather than dscores; the softmax runs in place on the
+scores, and its backward in place on dP. Every line still computes the equation
+on its left above; only the bracketing of the scalar 1/√D moves.
 In the grouped view, Pᵀ dout and dscoresᵀ Q multiply over the G·T rows of a group,
 so the sum over the G query heads that share a kv head happens inside the matrix
 product. Where the mask was False, P = 0 exactly, hence dscores = 0 and dP's row
@@ -44,11 +52,12 @@ from .softmax import SoftmaxCache, softmax_backward, softmax_forward
 
 class AttentionCache(NamedTuple):
     # Stored: P, because the softmax backward needs only its output (and the lecture
-    # plots want it); Q, K, V, for the matrix-product gradients. Not stored: the
-    # scores (the softmax backward never reads them) and the mask (P is exactly 0
-    # where it was False, so the backward needs no mask).
+    # plots want it); Q, K/√D, V, for the matrix-product gradients (K/√D is what the
+    # forward multiplied, and it is exactly what dQ needs). Not stored: the scores
+    # (the softmax backward never reads them; P overwrote them) and the mask (P is
+    # exactly 0 where it was False, so the backward needs no mask).
     q: object                # (B, K, G·T, D) queries grouped by kv head
-    k: object                # (B, K, S, D)
+    k_scaled: object         # (B, K, S, D) the keys times 1/√D
     v: object                # (B, K, S, Dv)
     probs: object            # (B, H, T, S) the attention probabilities P
     scale: float             # 1/√D, a Python float (it never promotes float32)
@@ -70,16 +79,16 @@ def attention_forward(q, k, v, mask=None, bias=None):
     G = H // K                                             # query heads per kv head
     q_grouped = q.reshape(B, K, G * T, D)                  # (B, K, G·T, D) view (copy: strided q, G > 1)
     scale = D ** -0.5
-    scores = q_grouped @ k.swapaxes(-1, -2)                # (B, K, G·T, S) a fresh array ...
-    scores *= scale                                        # ... so it is scaled in place
+    k_scaled = k * scale                                   # (B, K, S, D) K/√D: smaller than the scores
+    scores = q_grouped @ k_scaled.swapaxes(-1, -2)         # (B, K, G·T, S) Q Kᵀ/√D, a fresh array
     s = scores.reshape(B, H, T, S)                         # (B, H, T, S) view, for mask and bias
     if bias is not None:
         s += bias
     if mask is not None:
         s += additive_mask(mask, s.dtype)                  # -inf where hidden; see masks.additive_mask
-    P, _ = softmax_forward(s, axis=-1)                     # (B, H, T, S)
+    P, _ = softmax_forward(s, axis=-1, out=s)              # (B, H, T, S) in place: P overwrites the scores
     out = P.reshape(B, K, G * T, S) @ v                    # (B, K, G·T, Dv)
-    cache = AttentionCache(q_grouped, k, v, P, scale, None if bias is None else tuple(bias.shape))
+    cache = AttentionCache(q_grouped, k_scaled, v, P, scale, None if bias is None else tuple(bias.shape))
     return out.reshape(B, H, T, v.shape[-1]), cache        # (B, H, T, Dv)
 
 
@@ -89,7 +98,7 @@ def attention_backward(dout, cache: AttentionCache):
     Returns: dq (B, H, T, D), dk (B, K, S, D), dv (B, K, S, Dv), and, only when the
     forward had a bias, dbias of the bias's shape as a fourth item.
     """
-    q_grouped, k, v, P, scale, bias_shape = cache
+    q_grouped, k_scaled, v, P, scale, bias_shape = cache
     B, K, GT, D = q_grouped.shape
     H, T, S = P.shape[1:]
     check_same_shape("dout", dout, (B, H, T, v.shape[-1]))
@@ -99,15 +108,15 @@ def attention_backward(dout, cache: AttentionCache):
     dv = P_grouped.swapaxes(-1, -2) @ dout_grouped         # (B, K, S, Dv), summed over the group
     dP = dout_grouped @ v.swapaxes(-1, -2)                 # (B, K, G·T, S)
     # P = softmax(scores)
-    dscores = softmax_backward(dP, SoftmaxCache(P_grouped, -1))  # (B, K, G·T, S)
+    dscores = softmax_backward(dP, SoftmaxCache(P_grouped, -1), out=dP)  # (B, K, G·T, S) in place of dP
     # scores = ... + bias
     dbias = None
     if bias_shape is not None:
         dbias = _sum_to_shape(dscores.reshape(B, H, T, S), bias_shape)
-    # scores = Q Kᵀ · scale
-    dscores *= scale
-    dq = (dscores @ k).reshape(B, H, T, D)                 # (B, H, T, D)
-    dk = dscores.swapaxes(-1, -2) @ q_grouped              # (B, K, S, D), summed over the group
+    # scores = Q (K/√D)ᵀ
+    dq = (dscores @ k_scaled).reshape(B, H, T, D)          # (B, H, T, D) dscores K/√D
+    dk = dscores.swapaxes(-1, -2) @ q_grouped              # (B, K, S, D), summed over the group ...
+    dk *= scale                                            # ... dscoresᵀ Q/√D
     return (dq, dk, dv) if dbias is None else (dq, dk, dv, dbias)
 
 

@@ -1,8 +1,10 @@
 """Linear (affine) map: y = x W + b.
 
 Shapes: x (..., d_in), W (d_in, d_out), b (d_out,) or None, y (..., d_out).
-Any number of leading dimensions; they are flattened to one row axis N for the
-weight gradients, so every product is a single 2-D matrix product.
+Any number of leading dimensions; they are flattened to one row axis N, so every
+product is a single 2-D matrix product: NumPy runs a 3-D @ 2-D product as one BLAS
+call per leading index, smaller and slower calls (measured 1.6x slower for GPT
+config a's (12, 64, 128) @ (128, 512)) than one call on the (N, d_in) rows.
 
 Backward (each line reverses the forward line y = x @ W + b):
     dx = dy @ Wᵀ                       (..., d_in)
@@ -34,7 +36,8 @@ def linear_forward(x, W, b=None):
     if b is not None:
         check_ndim("b", b, 1, "(d_out,)")
         check_dim("b", b, 0, W.shape[1], "d_out, the columns of W")
-    y = x @ W                                   # (..., d_out)
+    x2 = x.reshape(-1, x.shape[-1])             # (N, d_in) a view of contiguous x
+    y = (x2 @ W).reshape(x.shape[:-1] + (W.shape[1],))  # (..., d_out)
     if b is not None:
         y += b                                  # in place: y is a fresh array
     return y, LinearCache(x, W, b is not None)
@@ -43,9 +46,9 @@ def linear_forward(x, W, b=None):
 def linear_backward(dy, cache: LinearCache):
     """Inputs: dy (..., d_out), the cache. Returns: dx (..., d_in), dW (d_in, d_out), db (d_out,) or None."""
     x, W, has_bias = cache
-    dx = dy @ W.T                                           # (..., d_in)
     x2 = x.reshape(-1, x.shape[-1])                         # (N, d_in)
     dy2 = dy.reshape(-1, dy.shape[-1])                      # (N, d_out)
+    dx = (dy2 @ W.T).reshape(x.shape)                       # (..., d_in)
     dW = x2.T @ dy2                                         # (d_in, d_out)
     db = dy2.sum(axis=0) if has_bias else None              # (d_out,)
     return dx, dW, db

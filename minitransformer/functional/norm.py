@@ -15,19 +15,23 @@ Shapes: x (..., C) with any leading dimensions, gamma and beta (C,), y like x.
 Both backward passes are the fused one-line formulas; the docstrings show how
 they follow from the chain rule (the lecture does it step by step).
 
-Speed: every mean over the features is a matrix-vector product with the vector
-(1/C, ..., 1/C) and every sum over the rows a product with a vector of ones.
-That is the same arithmetic as ``.mean(axis=-1)`` / ``.sum(axis=0)``, done by
-BLAS, which on NumPy is several times faster for (B, T, C) activations.
-Elementwise steps write into arrays this file just allocated (``out=``, ``*=``).
+Speed: every mean over the features, and every mean of a product such as
+mean(dxhat ⊙ xhat), is one einsum pass over each row, and every sum over the rows
+a BLAS product with a vector of ones (functional/reductions.py): the same
+arithmetic as ``.mean(axis=-1)`` / ``.sum(axis=0)``, several times faster on NumPy
+for (B, T, C) activations. LayerNorm's elementwise steps run block by block over
+the rows (minitransformer/rowblocks.py), writing into arrays this file allocated
+(``out=``, ``*=``); the kernels are the lines of the equations above.
 """
 from __future__ import annotations
 
 from typing import NamedTuple
 
 from ..backend import get_xp
+from ..rowblocks import in_row_blocks
 from ..validate import (check_dim, check_dtype_like, check_float, check_min_ndim, check_ndim,
                         check_number)
+from .reductions import col_dot, col_sum, row_dot, row_mean
 
 
 class LayerNormCache(NamedTuple):
@@ -41,19 +45,6 @@ class RMSNormCache(NamedTuple):
     xhat: object    # (..., C) x · rstd, needed by dgamma and dx (stored, not recomputed)
     rstd: object    # (..., 1) 1/√(mean(x²) + eps)
     gamma: object   # (C,) the scale, a reference
-
-
-def _row_mean(a, xp):
-    """Mean over the last axis, keepdims: a @ (1/C, ..., 1/C) as one BLAS product.  (..., 1)"""
-    C = a.shape[-1]
-    avg = xp.full(C, 1.0 / C, dtype=a.dtype)                   # (C,)
-    return (a.reshape(-1, C) @ avg).reshape(a.shape[:-1] + (1,))
-
-
-def _col_sum(a, xp):
-    """Sum over every row (all axes but the last): ones @ a as one BLAS product.  (C,)"""
-    a2 = a.reshape(-1, a.shape[-1])                            # (N, C)
-    return xp.ones(a2.shape[0], dtype=a.dtype) @ a2            # (C,)
 
 
 def _check_norm_inputs(x, gamma, beta, eps) -> float:
@@ -80,16 +71,25 @@ def layernorm_forward(x, gamma, beta, eps: float = 1e-5):
     """
     xp = get_xp(x, gamma, beta)
     eps = _check_norm_inputs(x, gamma, beta, eps)
-    mu = _row_mean(x, xp)                                      # (..., 1)
-    xhat = x - mu                                              # (..., C) fresh: x - μ for now
-    y = xp.multiply(xhat, xhat)                                # (..., C) (x - μ)², y's buffer reused below
-    var = _row_mean(y, xp)                                     # (..., 1) σ², biased
+    y = xp.empty(x.shape, dtype=x.dtype)                       # (..., C)
+    xhat = xp.empty(x.shape, dtype=x.dtype)                    # (..., C)
+    rstd = xp.empty(x.shape[:-1] + (1,), dtype=x.dtype)        # (..., 1)
+    in_row_blocks(lambda *rows: _layernorm_kernel(*rows, gamma, beta, eps), x, y, xhat, rstd)
+    return y, LayerNormCache(xhat, rstd, gamma)
+
+
+def _layernorm_kernel(x, y, xhat, rstd, gamma, beta, eps):
+    """Writes xhat, rstd and y = gamma ⊙ xhat + beta for the rows of x (all of them, or a block)."""
+    xp = get_xp(x)
+    mu = row_mean(x)                                           # (..., 1)
+    xp.subtract(x, mu, out=xhat)                               # (..., C) x - μ for now
+    var = row_dot(xhat, xhat)                                  # (..., 1) Σ (x - μ)² ...
+    var *= 1.0 / x.shape[-1]                                   # ... / C: σ², biased
     var += eps
-    rstd = 1.0 / xp.sqrt(var)                                  # (..., 1)
+    xp.divide(1.0, xp.sqrt(var), out=rstd)                     # (..., 1) 1/√(σ² + eps)
     xhat *= rstd                                               # (..., C) xhat = (x - μ) · rstd
     xp.multiply(xhat, gamma, out=y)                            # (..., C) gamma ⊙ xhat
     y += beta
-    return y, LayerNormCache(xhat, rstd, gamma)
 
 
 def layernorm_backward(dy, cache: LayerNormCache):
@@ -111,19 +111,23 @@ def layernorm_backward(dy, cache: LayerNormCache):
     """
     xp = get_xp(dy)
     xhat, rstd, gamma = cache
-    dbeta = _col_sum(dy, xp)                                   # (C,)   from y = ... + beta
-    t = dy * xhat                                              # (..., C) scratch
-    dgamma = _col_sum(t, xp)                                   # (C,)   from y = gamma ⊙ xhat
-    dxhat = dy * gamma                                         # (..., C)
-    mean_dxhat = _row_mean(dxhat, xp)                          # (..., 1)
-    xp.multiply(dxhat, xhat, out=t)                            # (..., C) dxhat ⊙ xhat
-    mean_dxhat_xhat = _row_mean(t, xp)                         # (..., 1)
-    dx = dxhat                                                 # reuse dxhat's buffer for dx
-    dx -= mean_dxhat
-    xp.multiply(xhat, mean_dxhat_xhat, out=t)                  # (..., C)
-    dx -= t
-    dx *= rstd                                                 # (..., C)
+    dbeta = col_sum(dy)                                        # (C,)   from y = ... + beta
+    dgamma = col_dot(dy, xhat)                                 # (C,)   from y = gamma ⊙ xhat
+    dx = xp.empty(dy.shape, dtype=dy.dtype)                    # (..., C)
+    in_row_blocks(lambda *rows: _layernorm_dx_kernel(*rows, gamma), dy, xhat, rstd, dx)
     return dx, dgamma, dbeta
+
+
+def _layernorm_dx_kernel(dy, xhat, rstd, dx, gamma):
+    """Writes dx = rstd · (dxhat - mean(dxhat) - xhat · mean(dxhat ⊙ xhat)) for the rows of dy."""
+    xp = get_xp(dy)
+    dxhat = xp.multiply(dy, gamma, out=dx)                     # (..., C) in dx's buffer
+    mean_dxhat = row_mean(dxhat)                               # (..., 1)
+    mean_dxhat_xhat = row_dot(dxhat, xhat)                     # (..., 1) Σ_c dxhat ⊙ xhat ...
+    mean_dxhat_xhat *= 1.0 / xhat.shape[-1]                    # ... / C
+    dx -= mean_dxhat
+    dx -= xhat * mean_dxhat_xhat                               # (..., C)
+    dx *= rstd                                                 # (..., C)
 
 
 def rmsnorm_forward(x, gamma, eps: float = 1e-6):
@@ -134,12 +138,12 @@ def rmsnorm_forward(x, gamma, eps: float = 1e-6):
     """
     xp = get_xp(x, gamma)
     eps = _check_norm_inputs(x, gamma, None, eps)
-    y = xp.multiply(x, x)                                      # (..., C) x², y's buffer reused below
-    ms = _row_mean(y, xp)                                      # (..., 1) mean(x²)
+    ms = row_dot(x, x)                                         # (..., 1) Σ x² ...
+    ms *= 1.0 / x.shape[-1]                                    # ... / C: mean(x²)
     ms += eps
     rstd = 1.0 / xp.sqrt(ms)                                   # (..., 1)
     xhat = x * rstd                                            # (..., C)
-    xp.multiply(xhat, gamma, out=y)                            # (..., C)
+    y = xp.multiply(xhat, gamma)                               # (..., C)
     return y, RMSNormCache(xhat, rstd, gamma)
 
 
@@ -157,13 +161,12 @@ def rmsnorm_backward(dy, cache: RMSNormCache):
     """
     xp = get_xp(dy)
     xhat, rstd, gamma = cache
-    t = dy * xhat                                              # (..., C) scratch
-    dgamma = _col_sum(t, xp)                                   # (C,)
+    C = xhat.shape[-1]
+    dgamma = col_dot(dy, xhat)                                 # (C,)
     dxhat = dy * gamma                                         # (..., C)
-    xp.multiply(dxhat, xhat, out=t)                            # (..., C) dxhat ⊙ xhat
-    mean_dxhat_xhat = _row_mean(t, xp)                         # (..., 1)
+    mean_dxhat_xhat = row_dot(dxhat, xhat)                     # (..., 1) Σ_c dxhat ⊙ xhat ...
+    mean_dxhat_xhat *= 1.0 / C                                 # ... / C
     dx = dxhat                                                 # reuse dxhat's buffer for dx
-    xp.multiply(xhat, mean_dxhat_xhat, out=t)                  # (..., C)
-    dx -= t
+    dx -= xhat * mean_dxhat_xhat                               # (..., C)
     dx *= rstd                                                 # (..., C)
     return dx, dgamma

@@ -21,6 +21,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..backend import get_xp
+from ..rowblocks import in_row_blocks
+from .reductions import row_dot, row_max, row_sum
 
 
 class SoftmaxCache(NamedTuple):
@@ -33,31 +35,57 @@ class LogSoftmaxCache(NamedTuple):
     axis: int
 
 
-def _shifted(x, axis):
-    """x - max(x) along axis, with all -inf rows shifted by 0 instead of -inf (no NaN)."""
-    xp = get_xp(x)
-    m = x.max(axis=axis, keepdims=True)
-    m = xp.where(xp.isneginf(m), xp.zeros_like(m), m)
-    return x - m
+def _row_max(x, axis, xp):
+    """max of x along axis (keepdims), with all -inf rows shifted by 0 instead of -inf (no NaN)."""
+    m = row_max(x) if axis in (-1, x.ndim - 1) else x.max(axis=axis, keepdims=True)
+    return xp.where(xp.isneginf(m), xp.zeros_like(m), m)           # m is small: one entry per row
 
 
-def softmax_forward(x, axis: int = -1):
-    """Inputs: x (..., n, ...). Returns: y of x's shape (each slice along axis sums to 1, or is 0), cache."""
+def softmax_forward(x, axis: int = -1, out=None):
+    """Inputs: x (..., n, ...); out: None, or a C-contiguous array of x's shape and dtype to
+    write y into (it may be x itself: attention overwrites its scores so).
+
+    Returns: y of x's shape (each slice along axis sums to 1, or is 0), cache.
+    """
     xp = get_xp(x)
-    e = _shifted(x, axis)
-    xp.exp(e, out=e)                                  # in place: e is a fresh array
-    total = e.sum(axis=axis, keepdims=True)
+    y = xp.empty(x.shape, dtype=x.dtype) if out is None else out
+    xt, yt = xp.moveaxis(x, axis, -1), xp.moveaxis(y, axis, -1)      # views: the softmax axis last
+    in_row_blocks(_softmax_kernel, xt, yt)                           # rows in cache-sized blocks
+    return y, SoftmaxCache(y, axis)
+
+
+def _softmax_kernel(x, y):
+    """y = softmax of x over the last axis; y may be x itself."""
+    xp = get_xp(x)
+    m = _row_max(x, -1, xp)                           # (..., 1)
+    xp.subtract(x, m, out=y)                          # x - max: every exponent <= 0
+    xp.exp(y, out=y)
+    total = row_sum(y)                                # (..., 1)
     total[total == 0] = 1                             # all-masked rows: 0 / 1 = 0
-    e /= total
-    return e, SoftmaxCache(e, axis)
+    y /= total
 
 
-def softmax_backward(dy, cache: SoftmaxCache):
-    """dx = y * (dy - Σ dy·y). Inputs: dy like y. Returns: dx like y."""
+def softmax_backward(dy, cache: SoftmaxCache, out=None):
+    """dx = y * (dy - Σ dy·y). Inputs: dy like y; out: None, or a C-contiguous array like y
+    to write dx into (it may be dy itself). Returns: dx like y.
+
+    The row sums Σ dy·y come from one product-and-sum pass (reductions.row_dot);
+    then two in-place passes finish dx, with no temporary of y's size.
+    """
+    xp = get_xp(dy)
     y, axis = cache
-    dx = dy * y
-    dx -= y * dx.sum(axis=axis, keepdims=True)        # y*dy - y*Σ(dy*y)
+    dx = xp.empty(dy.shape, dtype=dy.dtype) if out is None else out
+    last = [xp.moveaxis(a, axis, -1) for a in (dy, y, dx)]          # views: the softmax axis last
+    in_row_blocks(_softmax_backward_kernel, *last)                   # rows in cache-sized blocks
     return dx
+
+
+def _softmax_backward_kernel(dy, y, dx):
+    """dx = y * (dy - Σ dy·y) over the last axis; dx may be dy itself."""
+    xp = get_xp(dy)
+    s = row_dot(dy, y)                                # (..., 1) Σ_j dy_j y_j
+    xp.subtract(dy, s, out=dx)                        # dy - Σ dy·y
+    dx *= y                                           # y * (dy - Σ dy·y)
 
 
 def softmax_backward_jacobian(dy, cache: SoftmaxCache):
@@ -81,8 +109,9 @@ def log_softmax_forward(x, axis: int = -1):
     An all -inf row gives all -inf (log 0), consistent with softmax's zeros.
     """
     xp = get_xp(x)
-    s = _shifted(x, axis)
-    total = xp.exp(s).sum(axis=axis, keepdims=True)
+    s = x - _row_max(x, axis, xp)
+    e = xp.exp(s)
+    total = row_sum(e) if axis in (-1, x.ndim - 1) else e.sum(axis=axis, keepdims=True)
     total[total == 0] = 1                             # all -inf rows stay -inf
     s -= xp.log(total)
     return s, LogSoftmaxCache(s, axis)

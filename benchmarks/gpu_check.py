@@ -1,0 +1,347 @@
+"""Issue 7, the GPU check: the library's own checks and timings run on CuPy, one JSON line per part.
+
+    python benchmarks/gpu_check.py                    # on CUDA with CuPy: all four parts
+    python benchmarks/gpu_check.py --steps 10         # more training steps in train_match
+    python benchmarks/gpu_check.py --device numpy     # dry run on the CPU: NumPy stands in for the device
+    python benchmarks/gpu_check.py --parts gradcheck checkpoint
+
+Parts (each prints one JSON line; ``ok`` says whether it passed):
+
+gradcheck    every layer of ``python -m minitransformer gradcheck`` (the list in
+             ``minitransformer.cli_gradcheck.layer_checks``, reused, not copied), in
+             float64, with the inputs and the modules on the device: the checker
+             perturbs device arrays. Worst relative error per layer and ok / not
+             (tolerance 1e-7 per layer, 1e-6 for the whole GPT, as the command has).
+train_match  config ``a`` of benchmarks/train_step.py built from one seed twice, once on
+             NumPy and once on the device; ``--steps`` AdamW ``train_step`` calls on the
+             same batches; the losses side by side and their largest relative
+             difference. Tolerances (TOLERANCES): float64 1e-10 (the two sides differ
+             only by round-off, ~1e-16 per operation, in a different summation order:
+             cuBLAS against OpenBLAS, CUDA's exp/tanh against the C library's; a few
+             steps leave ~1e-13), float32 1e-4 (the same with ~1e-7 per operation).
+             The float32 bound assumes CuPy's default full-float32 matmuls: with
+             CUPY_TF32=1 (10-bit mantissa products) it fails, and the line says so.
+             The parameters' largest relative difference is reported, not checked.
+checkpoint   a model trained one step on the device is saved, loaded into a model on
+             NumPy (built from another seed), and the reverse; every parameter and
+             every AdamW buffer must be bit-for-bit equal, of the saved dtype and on
+             the loading side's device; then one more step on each side from the same
+             batch must give the same loss (float32 tolerance).
+timing       configs b and c in float32: milliseconds per ``train_step`` (median, min)
+             over ``--timed-steps`` (>= 10) steps after ``--warmup`` steps, tokens/s, with
+             the device synchronised before each clock reading. The host-to-device copy of
+             each batch is inside the step, as in training. Memory, from CuPy's default
+             pool, which was emptied (free_all_blocks) before the model was built:
+             ``pool_peak_mb`` = total_bytes() after the steps (the pool keeps every block
+             until told to free it, so this is its high-water mark: the peak of the live
+             arrays rounded up to the pool's blocks; cuBLAS workspaces not counted),
+             ``pool_used_mb`` = used_bytes() between steps (parameters, gradients, AdamW
+             state). With PyTorch (CUDA build) installed, its twin of the model
+             (benchmarks/torch_compare.py) is timed alongside.
+
+``--device numpy`` runs every part with NumPy standing in for the device (the
+"device" twin is a second NumPy model), so the script's logic runs on any machine;
+its timing part times config b only, 3 steps after 1 warm-up, without device memory.
+Without CuPy or without a CUDA device, and without ``--device numpy``, the script
+prints one line saying what is missing and exits 0. Otherwise it exits 1 if a part
+failed or raised (the error is in the part's line, the traceback on stderr), else 0.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+import time
+import traceback
+from typing import NamedTuple
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from train_step import CONFIGS, build, make_task  # noqa: E402
+
+from minitransformer.backend import cupy_available, device_of, to_numpy, xp_for_device  # noqa: E402
+from minitransformer.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
+from minitransformer.cli_gradcheck import layer_checks  # noqa: E402
+from minitransformer.train import make_optimizer, train_step  # noqa: E402
+
+PARTS = ("gradcheck", "train_match", "checkpoint", "timing")
+DEVICES = {"cuda": "cuda", "numpy": "cpu"}              # --device -> the library's device name
+TOLERANCES = {"float64": 1e-10, "float32": 1e-4}        # largest relative loss difference (see above)
+MATCH_CONFIG = "a"                                      # the smallest config of train_step.py
+TINY = 1e-300                                           # keeps a relative difference of zeros defined
+
+
+class Twin(NamedTuple):
+    """One side of a comparison: what ``train_step`` needs, on one device."""
+    model: object
+    task: object
+    cfg: object
+    opt: object
+    rng: np.random.Generator
+    device: str
+
+
+def make_twin(config: str, seed: int, device: str, dtype) -> Twin:
+    """benchmarks/train_step.build(config, seed), cast to ``dtype``, moved to ``device``.
+
+    The weights are drawn on the host from the seed, so both sides start equal; the
+    optimizer is made again because the cast and the move replace the arrays.
+    """
+    model, task, cfg, _, rng = build(config, seed)
+    model.astype(dtype).to(device)
+    return Twin(model, task, cfg, make_optimizer(model, cfg), rng, device)
+
+
+def step(twin: Twin, batch) -> float:
+    """One ``train_step`` (forward, backward, clip, AdamW at the config's lr); the loss."""
+    return train_step(twin.model, twin.task, batch, twin.opt, twin.cfg.lr, twin.cfg, twin.device)
+
+
+def max_relative_difference(a, b) -> float:
+    """max_i |a_i - b_i| / max(|a_i|, |b_i|, tiny) over two equally long sequences of numbers."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(np.max(np.abs(a - b) / np.maximum(np.maximum(np.abs(a), np.abs(b)), TINY), initial=0.0))
+
+
+def state_mismatches(expected: dict, got: dict) -> list:
+    """Names whose arrays are missing, or differ in shape, dtype or any bit of value."""
+    bad = sorted(set(expected) ^ set(got))
+    for name in sorted(set(expected) & set(got)):
+        a, b = to_numpy(expected[name]), to_numpy(got[name])
+        if a.dtype != b.dtype or a.shape != b.shape or not np.array_equal(a, b):
+            bad.append(name)
+    return bad
+
+
+# ------------------------------------------------------------------------ gradcheck
+def gradcheck_part(device: str, seed: int = 0) -> dict:
+    """Every layer check of the gradcheck command, on ``device``; a failing table goes to stderr."""
+    layers = {}
+    for name, thunk in layer_checks(seed, device=device):
+        result = thunk()
+        layers[name] = {"max_rel_error": float(f"{result.max_rel_error:.3e}"), "ok": result.ok}
+        if not result.ok:
+            print(f"gradcheck {name} on {device}:\n{result}", file=sys.stderr)
+    worst = max(layers, key=lambda n: layers[n]["max_rel_error"])
+    return {"part": "gradcheck", "dtype": "float64", "ok": all(r["ok"] for r in layers.values()),
+            "worst_layer": worst, "worst_rel_error": layers[worst]["max_rel_error"], "layers": layers}
+
+
+# ---------------------------------------------------------------------- train_match
+def match_one_dtype(device: str, dtype, steps: int, config: str, seed: int) -> dict:
+    """``steps`` train steps of a NumPy twin and a device twin on the same batches."""
+    ref, dev = make_twin(config, seed, "cpu", dtype), make_twin(config, seed, device, dtype)
+    batches = [ref.task.batch("train", ref.rng) for _ in range(steps)]
+    ref_losses = [step(ref, b) for b in batches]
+    dev_losses = [step(dev, b) for b in batches]
+    rel = max_relative_difference(ref_losses, dev_losses)
+    params = max(_tensor_relative_difference(p, q) for (_, p, _), (_, q, _)
+                 in zip(ref.model.parameters(), dev.model.parameters()))
+    tol = TOLERANCES[np.dtype(dtype).name]
+    return {"numpy_losses": ref_losses, "device_losses": dev_losses, "max_rel_diff": rel,
+            "tolerance": tol, "ok": rel <= tol, "param_max_rel_diff": params}
+
+
+def _tensor_relative_difference(p, q) -> float:
+    """max|p - q| / max(max|p|, max|q|, tiny), the gradient checker's measure, for one tensor."""
+    a, b = to_numpy(p).astype(np.float64), to_numpy(q).astype(np.float64)
+    scale = max(float(np.max(np.abs(a))), float(np.max(np.abs(b))), TINY)
+    return float(np.max(np.abs(a - b))) / scale
+
+
+def train_match_part(device: str, steps: int = 5, config: str = MATCH_CONFIG, seed: int = 0) -> dict:
+    """float64 and float32 runs of ``match_one_dtype``; ok when both are within tolerance."""
+    runs = {name: match_one_dtype(device, dtype, steps, config, seed)
+            for name, dtype in (("float64", np.float64), ("float32", np.float32))}
+    line = {"part": "train_match", "config": config, "steps": steps, "optimizer": "AdamW",
+            "ok": all(r["ok"] for r in runs.values()), **runs}
+    if device == "cuda":
+        line["cupy_tf32"] = os.environ.get("CUPY_TF32", "0")   # "1" breaks the float32 bound
+    return line
+
+
+# ----------------------------------------------------------------------- checkpoint
+def transfer(src: Twin, dst: Twin, path: str) -> dict:
+    """Save ``src`` (after one step), load into ``dst``; compare; one more step on each."""
+    batch, next_batch = src.task.batch("train", src.rng), src.task.batch("train", src.rng)
+    step(src, batch)
+    save_checkpoint(path, src.model, optimizer_state=src.opt.state_dict())
+    params, optim_state, _ = load_checkpoint(path)
+    dst.model.load_state_dict(params)
+    dst.opt.load_state_dict(optim_state)
+    wrong_device = [n for n, p, _ in dst.model.parameters() if device_of(p) != dst.device]
+    mismatched = (state_mismatches(src.model.state_dict(), dst.model.state_dict())
+                  + state_mismatches(_buffers(src.opt), _buffers(dst.opt))
+                  + (["optimizer step"] if dst.opt.t != src.opt.t else []))   # AdamW's bias correction
+    losses = [step(src, next_batch), step(dst, next_batch)]
+    rel = max_relative_difference(losses[:1], losses[1:])
+    return {"mismatched": mismatched, "wrong_device": wrong_device, "next_losses": losses,
+            "next_loss_rel_diff": rel,
+            "ok": not mismatched and not wrong_device and rel <= TOLERANCES["float32"]}
+
+
+def _buffers(optimizer) -> dict:
+    """The optimizer's arrays (AdamW's m and v per parameter) from its state_dict."""
+    return {k: v for k, v in optimizer.state_dict().items() if "/" in k}
+
+
+def checkpoint_part(device: str, config: str = MATCH_CONFIG, seed: int = 0) -> dict:
+    """Device -> NumPy and NumPy -> device; the loading side is built from another seed."""
+    directions = {}
+    with tempfile.TemporaryDirectory(prefix="gpu_check-") as directory:
+        for name, (a, b) in {"device_to_numpy": (device, "cpu"), "numpy_to_device": ("cpu", device)}.items():
+            src, dst = make_twin(config, seed, a, np.float32), make_twin(config, seed + 1, b, np.float32)
+            directions[name] = transfer(src, dst, os.path.join(directory, f"{name}.npz"))
+    return {"part": "checkpoint", "config": config, "dtype": "float32",
+            "ok": all(d["ok"] for d in directions.values()), **directions}
+
+
+# --------------------------------------------------------------------------- timing
+def synchronize(device: str) -> None:
+    """Wait for the device's queued kernels (CuPy launches asynchronously); nothing on NumPy."""
+    if device == "cuda":
+        xp_for_device("cuda").cuda.Device().synchronize()
+
+
+def memory_pool(device: str):
+    """CuPy's default device memory pool, or None on NumPy."""
+    return xp_for_device("cuda").get_default_memory_pool() if device == "cuda" else None
+
+
+def time_config(name: str, device: str, steps: int, warmup: int) -> dict:
+    """ms per float32 train_step of config ``name`` on ``device``, tokens/s, pool memory."""
+    pool = memory_pool(device)
+    gc.collect()                                   # the previous config's arrays back to the pool,
+    if pool is not None:
+        pool.free_all_blocks()                     # and the pool's blocks back to the device
+    twin = make_twin(name, 0, device, np.float32)
+    batches = [twin.task.batch("train", twin.rng) for _ in range(warmup + steps)]
+    ms = []
+    for i, batch in enumerate(batches):
+        synchronize(device)                        # the previous step's kernels are not this step's
+        t0 = time.perf_counter()
+        step(twin, batch)
+        synchronize(device)
+        if i >= warmup:
+            ms.append((time.perf_counter() - t0) * 1e3)
+    L, H, C, T, B = CONFIGS[name]
+    median = float(np.median(ms))
+    params_bytes = sum(int(p.nbytes) for _, p, _ in twin.model.parameters())
+    line = {"config": name, "n_layer": L, "n_head": H, "n_embd": C, "block_size": T, "batch": B,
+            "steps": steps, "warmup": warmup, "ms_median": round(median, 3), "ms_min": round(min(ms), 3),
+            "tokens_per_s": round(B * T / median * 1e3), "params_mb": round(4 * params_bytes / 2**20, 1)}
+    if pool is not None:
+        line["pool_peak_mb"] = round(pool.total_bytes() / 2**20, 1)
+        line["pool_used_mb"] = round(pool.used_bytes() / 2**20, 1)
+    return line
+
+
+def gpu_name() -> str:
+    """The current CUDA device's name, as the CUDA runtime reports it."""
+    cupy = xp_for_device("cuda")
+    name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def torch_cuda_lines(configs, steps: int, warmup: int):
+    """The PyTorch twin (benchmarks/torch_compare.py) timed on CUDA, or a line saying why not."""
+    try:
+        import torch
+    except ImportError:
+        return "skipped: PyTorch is not installed"
+    if not torch.cuda.is_available():
+        return "skipped: PyTorch sees no CUDA device"
+    from torch_compare import torch_model
+    lines = []
+    for name in configs:
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+        step_fn = torch_model(name, device="cuda")
+        task, rng = make_task(name)
+        ms = []
+        for i in range(warmup + steps):
+            batch = task.batch("train", rng)
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            step_fn(batch)                              # float(loss) waits for the step's kernels
+            torch.cuda.synchronize()
+            if i >= warmup:
+                ms.append((time.perf_counter() - t0) * 1e3)
+        B, T = CONFIGS[name][4], CONFIGS[name][3]
+        median = float(np.median(ms))
+        lines.append({"config": name, "ms_median": round(median, 3), "ms_min": round(min(ms), 3),
+                      "tokens_per_s": round(B * T / median * 1e3),
+                      "peak_allocated_mb": round(torch.cuda.max_memory_allocated() / 2**20, 1)})
+    return lines
+
+
+def timing_part(device: str, configs=("b", "c"), steps: int = 10, warmup: int = 3) -> dict:
+    """time_config for each config; on NumPy (the dry run) no memory and no PyTorch line."""
+    line = {"part": "timing", "dtype": "float32", "ok": True,
+            "configs": [time_config(name, device, steps, warmup) for name in configs]}
+    if device == "cuda":
+        line["gpu"] = gpu_name()
+        line["torch_cuda"] = torch_cuda_lines(configs, steps, warmup)
+    else:
+        line["note"] = (f"dry run: NumPy stands in for the device; config(s) {', '.join(configs)} only, "
+                        f"{steps} steps after {warmup} warm-up, no device memory, no PyTorch")
+    return line
+
+
+# ----------------------------------------------------------------------------- main
+def missing_cuda():
+    """What is missing for --device cuda, or None when CuPy sees a CUDA device."""
+    if cupy_available():
+        return None
+    if importlib.util.find_spec("cupy") is None:
+        return "CuPy is not installed (pip install 'minitransformer[gpu]')"
+    return "CuPy is installed but sees no CUDA device (or cannot load its CUDA runtime)"
+
+
+def run_part(name: str, thunk, label: str) -> bool:
+    """Run one part and print its JSON line; an exception becomes a failed line (traceback on stderr)."""
+    try:
+        line = thunk()
+    except Exception as e:  # noqa: BLE001  (one part's failure must not hide the others' results)
+        traceback.print_exc()
+        line = {"part": name, "ok": False, "error": f"{type(e).__name__}: {e}"}
+    print(json.dumps({"part": line.pop("part"), "device": label, **line}), flush=True)
+    return bool(line["ok"])
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--device", choices=sorted(DEVICES), default="cuda",
+                   help="cuda (CuPy), or numpy for a dry run on the CPU")
+    p.add_argument("--steps", type=int, default=5, help="train_match: AdamW steps per dtype")
+    p.add_argument("--timed-steps", type=int, default=10, help="timing: timed steps per config (>= 10)")
+    p.add_argument("--warmup", type=int, default=3, help="timing: untimed steps first")
+    p.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS), help="which parts to run")
+    args = p.parse_args(argv)
+    if args.steps < 1:
+        p.error(f"--steps: expected an integer >= 1, got {args.steps}")
+    if args.device == "cuda" and (args.timed_steps < 10 or args.warmup < 0):
+        p.error(f"--timed-steps, --warmup: expected >= 10 and >= 0, got {args.timed_steps}, {args.warmup}")
+    missing = missing_cuda() if args.device == "cuda" else None
+    if missing:
+        print(f"gpu_check: {missing}; nothing was run (a dry run on the CPU: --device numpy)")
+        return 0
+    device = DEVICES[args.device]
+    label = "cuda" if device == "cuda" else "numpy (dry run)"
+    timing = ((lambda: timing_part(device, ("b", "c"), args.timed_steps, args.warmup)) if device == "cuda"
+              else (lambda: timing_part(device, ("b",), 3, 1)))
+    thunks = {"gradcheck": lambda: gradcheck_part(device),
+              "train_match": lambda: train_match_part(device, args.steps, MATCH_CONFIG),
+              "checkpoint": lambda: checkpoint_part(device, MATCH_CONFIG),
+              "timing": timing}
+    results = [run_part(name, thunks[name], label) for name in PARTS if name in args.parts]
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,182 @@
+"""Time one GPT training step (float32, CPU) for the named configs; one JSON line per config.
+
+    python benchmarks/train_step.py                 # configs a, b, c, 2 BLAS threads
+    python benchmarks/train_step.py b --steps 20    # one config, more steps
+    python benchmarks/train_step.py --no-malloc     # without minitransformer.perf.tune_malloc()
+
+A step is ``minitransformer.train.train_step`` itself: forward, cross-entropy forward
+and backward, model.backward, clip_grad_norm(1.0), AdamW(betas (0.9, 0.99), weight
+decay 0.1).step(), zero_grad. The model, for every config: learned positions,
+pre-norm, tanh GELU, tied head, dropout 0, vocabulary 65; batches of random token ids.
+
+Each config runs in a FRESH subprocess (its own peak-memory high-water mark, its own
+allocator state), with OPENBLAS_NUM_THREADS set to ``--threads`` unless it is set
+already. Reported per config:
+
+    ms_median, ms_min, ms_max   over ``--steps`` timed steps after ``--warmup`` steps
+    tokens_per_s                B·T / median step time
+    gemm_ms, matmul_share       time inside the matrix-matrix products of one step, and
+                                its share of the median step (method below)
+    gemv_ms                     the matrix-vector products LayerNorm uses as row means
+    tracemalloc_peak_mb         peak of the memory NumPy allocates during one step
+                                (NumPy reports its allocations to tracemalloc), the
+                                parameters and optimizer state not counted
+    peak_rss_delta_mb           VmHWM at the end minus VmRSS after building the model and
+                                optimizer (before the first step): the step's working
+                                memory as the operating system sees it, BLAS buffers included
+    params_mb                   parameters + gradients + AdamW state, for scale
+
+Matmul share. After the plain timing, the parameters are re-viewed as
+``benchmarks.matmul_timer.TimedArray`` (no copy), an ndarray subclass whose
+``__array_ufunc__`` times every ``np.matmul`` call, i.e. every ``@`` of the library,
+in place, with the caches and operands of a real step. The sum over one step of
+the products whose operands are both at least 2-D is ``gemm_ms``; divided by the
+plain step's median it is ``matmul_share``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+CONFIGS = {  # name: (n_layer, n_head, n_embd, block_size, batch)
+    "a": (4, 4, 128, 64, 12),
+    "b": (4, 4, 128, 128, 32),
+    "c": (6, 6, 384, 256, 16),
+}
+VOCAB = 65
+
+
+def make_task(name: str, seed: int = 0):
+    """(task, generator): random token ids in batches of config ``name``'s shape."""
+    import numpy as np
+
+    from minitransformer.tasks import LanguageModelTask
+
+    T, B = CONFIGS[name][3:]
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(0, VOCAB, size=100_000)
+    return LanguageModelTask(ids[:90_000], ids[90_000:], T, B), rng
+
+
+def build(name: str, seed: int = 0):
+    """(model, task, train config, optimizer, generator) for config ``name``."""
+    from minitransformer.models import GPT, GPTConfig
+    from minitransformer.train import TrainConfig, make_optimizer
+
+    L, H, C, T, B = CONFIGS[name]
+    config = GPTConfig(vocab_size=VOCAB, block_size=T, n_layer=L, n_head=H, n_embd=C,
+                       activation="gelu_tanh", position="learned", norm_position="pre",
+                       tie_weights=True, dropout=0.0)
+    model = GPT(config, rng=seed)
+    task, rng = make_task(name, seed)
+    cfg = TrainConfig(lr=1e-3, betas=(0.9, 0.99), weight_decay=0.1, grad_clip=1.0)
+    return model, task, cfg, make_optimizer(model, cfg), rng
+
+
+def _status_kb(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def measure(name: str, steps: int, warmup: int) -> dict:
+    """Run in the subprocess: time, memory and matmul share of one config."""
+    import tracemalloc
+
+    import numpy as np
+
+    from minitransformer.train import make_optimizer, train_step
+
+    model, task, cfg, opt, rng = build(name)
+    batches = [task.batch("train", rng) for _ in range(warmup + steps + 4)]
+    rss0 = _status_kb("VmRSS")
+    for i in range(warmup):
+        train_step(model, task, batches[i], opt, cfg.lr, cfg)
+    times = []
+    for i in range(warmup, warmup + steps):
+        t0 = time.perf_counter()
+        train_step(model, task, batches[i], opt, cfg.lr, cfg)
+        times.append(time.perf_counter() - t0)
+    hwm = _status_kb("VmHWM")
+    tracemalloc.start()
+    train_step(model, task, batches[-4], opt, cfg.lr, cfg)
+    traced_peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    gemm_ms, gemv_ms, gemm_calls, top = _matmul_time(model, task, cfg, batches[-3:])
+    ms = np.array(times) * 1e3
+    L, H, C, T, B = CONFIGS[name]
+    params_bytes = sum(p.nbytes for _, p, _ in model.parameters())
+    med = float(np.median(ms))
+    return {"config": name, "n_layer": L, "n_head": H, "n_embd": C, "block_size": T, "batch": B,
+            "steps": steps, "ms_median": round(med, 2), "ms_min": round(float(ms.min()), 2),
+            "ms_max": round(float(ms.max()), 2), "tokens_per_s": round(B * T / med * 1e3),
+            "gemm_ms": round(gemm_ms, 2), "gemm_calls": gemm_calls, "gemv_ms": round(gemv_ms, 2),
+            "matmul_share": round(gemm_ms / med, 3),
+            "tracemalloc_peak_mb": round(traced_peak / 2**20, 1),
+            "peak_rss_delta_mb": round((hwm - rss0) / 1024, 1),
+            "params_mb": round(4 * params_bytes / 2**20, 1),   # p, grad, m, v
+            "threads": os.environ.get("OPENBLAS_NUM_THREADS"),
+            "coretype": os.environ.get("OPENBLAS_CORETYPE", "(auto)"),
+            "top_gemms": top}
+
+
+def _matmul_time(model, task, cfg, batches):
+    """GEMM and GEMV milliseconds per step, measured in place with TimedArray (see module doc)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from matmul_timer import MATMUL, as_timed
+
+    from minitransformer.train import make_optimizer, train_step
+
+    model._map_params(as_timed)           # views: the same memory, every op now reports to MATMUL
+    opt = make_optimizer(model, cfg)      # the new gradient arrays
+    train_step(model, task, batches[0], opt, cfg.lr, cfg)   # warm-up of the instrumented path
+    MATMUL.reset()
+    n = len(batches) - 1
+    for b in batches[1:]:
+        train_step(model, task, b, opt, cfg.lr, cfg)
+    top = sorted(MATMUL.shapes.items(), key=lambda kv: -kv[1][1])[:6]
+    top = [f"{a}@{b}: {c // n}x {s / n * 1e3:.1f} ms" for (a, b), (c, s) in top]
+    return (MATMUL.gemm_seconds / n * 1e3, MATMUL.gemv_seconds / n * 1e3, MATMUL.gemm_calls // n, top)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("configs", nargs="*", default=list(CONFIGS), help="config names (default: a b c)")
+    p.add_argument("--steps", type=int, default=10, help="timed steps per config (>= 10 recommended)")
+    p.add_argument("--warmup", type=int, default=3, help="untimed steps first")
+    p.add_argument("--threads", type=int, default=2, help="OPENBLAS_NUM_THREADS, unless already set")
+    p.add_argument("--no-malloc", action="store_true",
+                   help="skip minitransformer.perf.tune_malloc(), which train() calls first")
+    p.add_argument("--one", help=argparse.SUPPRESS)        # internal: measure in this process
+    args = p.parse_args(argv)
+    if args.one:
+        if not args.no_malloc:
+            from minitransformer.perf import tune_malloc
+            tune_malloc()
+        print(json.dumps(measure(args.one, args.steps, args.warmup)), flush=True)
+        return 0
+    for name in args.configs:
+        if name not in CONFIGS:
+            p.error(f"config: expected one of {sorted(CONFIGS)}, got {name!r}")
+    env = dict(os.environ)
+    env.setdefault("OPENBLAS_NUM_THREADS", str(args.threads))
+    for name in args.configs:
+        cmd = [sys.executable, os.path.abspath(__file__), "--one", name, "--steps", str(args.steps),
+               "--warmup", str(args.warmup)] + (["--no-malloc"] if args.no_malloc else [])
+        result = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if result.returncode:
+            sys.stderr.write(result.stderr)
+            return result.returncode
+        sys.stdout.write(result.stdout)
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
