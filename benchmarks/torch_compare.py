@@ -43,8 +43,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from train_step import CONFIGS, VOCAB, _status_kb, build, make_task  # noqa: E402
 
 
-def torch_model(name: str, seed: int = 0, device: str = "cpu"):
-    """The step function of the PyTorch twin of config ``name`` on ``device`` ("cpu", "cuda")."""
+def torch_model(name: str, seed: int = 0, device: str = "cpu", vocab: int = VOCAB):
+    """The step function ``step(batch, lr=1e-3) -> loss`` of the PyTorch twin of config ``name``
+    on ``device`` ("cpu", "cuda"), with a vocabulary of ``vocab`` symbols."""
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -70,7 +71,7 @@ def torch_model(name: str, seed: int = 0, device: str = "cpu"):
     class GPT(nn.Module):
         def __init__(self):
             super().__init__()
-            self.tok = nn.Parameter(torch.randn(VOCAB, C) * 0.02)
+            self.tok = nn.Parameter(torch.randn(vocab, C) * 0.02)
             self.pos = nn.Parameter(torch.randn(T, C) * 0.02)
             self.blocks = nn.ModuleList(Block() for _ in range(L))
             self.ln_f = nn.LayerNorm(C)
@@ -91,10 +92,12 @@ def torch_model(name: str, seed: int = 0, device: str = "cpu"):
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
                              {"params": other, "weight_decay": 0.0}], lr=1e-3, betas=(0.9, 0.99))
 
-    def step(batch):
+    def step(batch, lr: float = 1e-3):
+        for group in opt.param_groups:
+            group["lr"] = lr
         x, y = (torch.from_numpy(a).to(device) for a in batch)
         logits = model(x)
-        loss = F.cross_entropy(logits.view(-1, VOCAB), y.reshape(-1))
+        loss = F.cross_entropy(logits.view(-1, vocab), y.reshape(-1))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
