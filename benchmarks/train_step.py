@@ -16,7 +16,7 @@ already. Reported per config:
     ms_median, ms_min, ms_max   over ``--steps`` timed steps after ``--warmup`` steps
     tokens_per_s                B·T / median step time
     gemm_ms, matmul_share       time inside the matrix-matrix products of one step, and
-                                its share of the median step (method below)
+                                its share of the step (method below)
     gemv_ms                     the matrix-vector products LayerNorm uses as row means
     tracemalloc_peak_mb         peak of the memory NumPy allocates during one step
                                 (NumPy reports its allocations to tracemalloc), the
@@ -29,9 +29,12 @@ already. Reported per config:
 Matmul share. After the plain timing, the parameters are re-viewed as
 ``benchmarks.matmul_timer.TimedArray`` (no copy), an ndarray subclass whose
 ``__array_ufunc__`` times every ``np.matmul`` call, i.e. every ``@`` of the library,
-in place, with the caches and operands of a real step. The sum over one step of
-the products whose operands are both at least 2-D is ``gemm_ms``; divided by the
-plain step's median it is ``matmul_share``.
+in place, with the caches and operands of a real step, over 5 instrumented steps.
+The sum over one step of the products whose operands are both at least 2-D is
+``gemm_ms`` (median over the steps); ``matmul_share`` is the median over the same
+steps of that sum divided by the step's own time. (The wrapper slows every other
+ufunc a little, so the share is, if anything, understated; dividing by the plain
+steps' median instead would mix two moments of a machine whose speed drifts.)
 """
 from __future__ import annotations
 
@@ -94,7 +97,7 @@ def measure(name: str, steps: int, warmup: int) -> dict:
     from minitransformer.train import make_optimizer, train_step
 
     model, task, cfg, opt, rng = build(name)
-    batches = [task.batch("train", rng) for _ in range(warmup + steps + 4)]
+    batches = [task.batch("train", rng) for _ in range(warmup + steps + 6)]
     rss0 = _status_kb("VmRSS")
     for i in range(warmup):
         train_step(model, task, batches[i], opt, cfg.lr, cfg)
@@ -105,10 +108,10 @@ def measure(name: str, steps: int, warmup: int) -> dict:
         times.append(time.perf_counter() - t0)
     hwm = _status_kb("VmHWM")
     tracemalloc.start()
-    train_step(model, task, batches[-4], opt, cfg.lr, cfg)
+    train_step(model, task, batches[-7], opt, cfg.lr, cfg)
     traced_peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    gemm_ms, gemv_ms, gemm_calls, top = _matmul_time(model, task, cfg, batches[-3:])
+    gemm_ms, gemv_ms, gemm_calls, share, top = _matmul_time(model, task, cfg, batches[-6:])
     ms = np.array(times) * 1e3
     L, H, C, T, B = CONFIGS[name]
     params_bytes = sum(p.nbytes for _, p, _ in model.parameters())
@@ -117,7 +120,7 @@ def measure(name: str, steps: int, warmup: int) -> dict:
             "steps": steps, "ms_median": round(med, 2), "ms_min": round(float(ms.min()), 2),
             "ms_max": round(float(ms.max()), 2), "tokens_per_s": round(B * T / med * 1e3),
             "gemm_ms": round(gemm_ms, 2), "gemm_calls": gemm_calls, "gemv_ms": round(gemv_ms, 2),
-            "matmul_share": round(gemm_ms / med, 3),
+            "matmul_share": round(share, 3),
             "tracemalloc_peak_mb": round(traced_peak / 2**20, 1),
             "peak_rss_delta_mb": round((hwm - rss0) / 1024, 1),
             "params_mb": round(4 * params_bytes / 2**20, 1),   # p, grad, m, v
@@ -127,7 +130,8 @@ def measure(name: str, steps: int, warmup: int) -> dict:
 
 
 def _matmul_time(model, task, cfg, batches):
-    """GEMM and GEMV milliseconds per step, measured in place with TimedArray (see module doc)."""
+    """GEMM and GEMV ms per step and the GEMM share of each step, measured in place (see module doc)."""
+    import numpy as np
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from matmul_timer import MATMUL, as_timed
 
@@ -137,12 +141,19 @@ def _matmul_time(model, task, cfg, batches):
     opt = make_optimizer(model, cfg)      # the new gradient arrays
     train_step(model, task, batches[0], opt, cfg.lr, cfg)   # warm-up of the instrumented path
     MATMUL.reset()
-    n = len(batches) - 1
+    gemm, gemv, share = [], [], []
     for b in batches[1:]:
+        g0, v0, t0 = MATMUL.gemm_seconds, MATMUL.gemv_seconds, time.perf_counter()
         train_step(model, task, b, opt, cfg.lr, cfg)
+        total = time.perf_counter() - t0
+        gemm.append(MATMUL.gemm_seconds - g0)
+        gemv.append(MATMUL.gemv_seconds - v0)
+        share.append(gemm[-1] / total)
+    n = len(batches) - 1
     top = sorted(MATMUL.shapes.items(), key=lambda kv: -kv[1][1])[:6]
     top = [f"{a}@{b}: {c // n}x {s / n * 1e3:.1f} ms" for (a, b), (c, s) in top]
-    return (MATMUL.gemm_seconds / n * 1e3, MATMUL.gemv_seconds / n * 1e3, MATMUL.gemm_calls // n, top)
+    return (float(np.median(gemm)) * 1e3, float(np.median(gemv)) * 1e3, MATMUL.gemm_calls // n,
+            float(np.median(share)), top)
 
 
 def main(argv=None) -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..validate import check_dim, check_min_ndim, check_ndim
+from .reductions import col_sum
 
 
 class LinearCache(NamedTuple):
@@ -50,5 +51,5 @@ def linear_backward(dy, cache: LinearCache):
     dy2 = dy.reshape(-1, dy.shape[-1])                      # (N, d_out)
     dx = (dy2 @ W.T).reshape(x.shape)                       # (..., d_in)
     dW = x2.T @ dy2                                         # (d_in, d_out)
-    db = dy2.sum(axis=0) if has_bias else None              # (d_out,)
+    db = col_sum(dy2) if has_bias else None                 # (d_out,) Σ_rows dy, as ones @ dy2
     return dx, dW, db
