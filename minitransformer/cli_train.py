@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 
 import numpy as np
 
@@ -97,12 +98,12 @@ def run_train(args) -> int:
     try:
         model, task, cfg, meta = build(args)
     except (ValueError, TypeError, OSError) as e:
-        print(f"error: {e}")
+        print(f"error: {e}", file=sys.stderr)
         return 2
     out = args.out or os.path.join("runs", meta["family"])
     ckpt = os.path.join(out, "checkpoint.npz")
     if args.resume and not os.path.isfile(ckpt):
-        print(f"error: --resume: no checkpoint at {ckpt}")
+        print(f"error: --resume: no checkpoint at {ckpt}", file=sys.stderr)
         return 2
     if args.device != "cpu":
         model.to(args.device)
@@ -110,7 +111,7 @@ def run_train(args) -> int:
     try:
         result = train(model, task, cfg, checkpoint_path=ckpt, resume=args.resume, meta=meta, device=args.device)
     except TrainingDiverged as e:
-        print(f"error: {e}")
+        print(f"error: {e}", file=sys.stderr)
         return 1
     print(f"trained in {result.seconds:.1f} s | final loss: train {result.final_train_loss:.4f} | "
           f"val {result.final_val_loss:.4f} ({cfg.final_eval_batches} batches each)")
@@ -163,7 +164,7 @@ def mlm_accuracy(model, task, rng, n_batches: int = 20) -> float:
     for _ in range(n_batches):
         inputs, labels = task.batch("val", rng)
         logits = model.forward(inputs, head="mlm")
-        model._cache = None
+        model.release_caches()
         chosen = labels != -100
         hits += int((logits.argmax(-1)[chosen] == labels[chosen]).sum())
         total += int(chosen.sum())

@@ -439,11 +439,10 @@ def _device(module) -> str:
 def _inference(model):
     """Eval mode (no dropout) while generating; then the previous mode back and the
     forward caches dropped: generation runs no backward."""
-    from .train import _drop_caches
     was_training = model.training
     model.eval()
     try:
         yield
     finally:
-        _drop_caches(model)
+        model.release_caches()
         model.train(was_training)

@@ -24,7 +24,6 @@ import os
 import numpy as np
 
 from .backend import get_xp, to_numpy
-from .pretrained.sentence import release_caches
 
 FIGURE_SENTENCE = "The cat sat on the mat because it was tired."
 SINK_SENTENCES = (
@@ -53,7 +52,7 @@ def attention_probabilities(model, ids, attention_mask=None) -> np.ndarray:
         model.forward(xp.asarray(ids), attention_mask=mask)
         P = np.stack([to_numpy(block.attn.sublayer.attention_probs()) for block in model.blocks])
     finally:
-        release_caches(model)                     # the probabilities are copied out; free the rest
+        model.release_caches()                    # the probabilities are copied out; free the rest
         model.train(was_training)
     return P                                                                  # (L, B, H, S, S)
 

@@ -113,15 +113,9 @@ def evaluate(model, task, split: str, n_batches: int, seed: int, device="cpu") -
     for _ in range(n_batches):
         logits, targets = task.forward(model, task.batch(split, rng), device)
         total += float(cross_entropy_forward(logits, targets)[0])
-        _drop_caches(model)
+        model.release_caches()          # evaluation runs no backward
     model.train(was_training)
     return total / n_batches
-
-
-def _drop_caches(model) -> None:
-    """Evaluation runs no backward: free the forward caches at once."""
-    for _, m in model.named_modules():
-        m._cache = None
 
 
 def train(model, task, cfg: TrainConfig, *, optimizer=None, checkpoint_path=None, resume=False,

@@ -135,3 +135,14 @@ def test_token_ids_are_validated_at_the_entrance():
 def test_config_errors_name_the_field(field, value, message):
     with pytest.raises(ValueError, match=message):
         GPTConfig(**{**TINY, field: value})
+
+
+def test_release_caches_frees_every_module_below():
+    """After release_caches no module keeps a cache, so a backward is a clear error, not stale math."""
+    model = GPT(GPTConfig(vocab_size=11, block_size=6, n_layer=2, n_head=2, n_embd=8), rng=0)
+    logits = model.forward(np.zeros((2, 6), dtype=np.int64))
+    assert any(m._cache is not None for _, m in model.named_modules())
+    model.release_caches()
+    assert all(m._cache is None for _, m in model.named_modules())
+    with pytest.raises(RuntimeError, match="without a pending"):
+        model.backward(np.ones_like(logits))

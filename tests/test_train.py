@@ -90,3 +90,12 @@ def test_load_state_dict_names_a_mis_shaped_parameter():
     state["embed.tok.W"] = state["embed.tok.W"][:5]
     with pytest.raises(ValueError, match=r"state\['embed.tok.W'\]: expected shape \(11, 16\)"):
         GPT(CFG, rng=1).load_state_dict(state)
+
+
+def test_train_command_errors_go_to_stderr_with_exit_2(tmp_path, capsys):
+    from minitransformer.__main__ import main
+    code = main(["train", "--resume", "--out", str(tmp_path / "nothing-here")])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    assert err.startswith("error: --resume: no checkpoint at ")

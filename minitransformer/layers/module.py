@@ -107,6 +107,16 @@ class Module:
             for g in module.grads.values():
                 g[...] = 0
 
+    def release_caches(self) -> None:
+        """Drop the forward caches of this module and every module below it.
+
+        For a forward that no backward will follow (evaluation, generation, plots):
+        the caches hold every activation, so they are freed at once instead of at
+        the next forward.
+        """
+        for _, module in self.named_modules():
+            module._cache = None
+
     def train(self, mode: bool = True) -> "Module":
         for _, module in self.named_modules():
             module.training = mode

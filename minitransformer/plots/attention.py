@@ -58,8 +58,7 @@ def collect_attention(model, ids):
         probs = np.stack([to_numpy(block.attn.sublayer.attention_probs())[0]  # (H, T, T) each
                           for block in model.blocks])                       # (L, H, T, T)
     finally:
-        for _, module in model.named_modules():   # no backward follows: drop the caches now
-            module._cache = None
+        model.release_caches()                    # no backward follows: drop the caches now
         model.train(was_training)
     return probs
 

@@ -90,7 +90,7 @@ def embed(model, tokenizer, sentences, batch_size: int = 32) -> np.ndarray:
             hidden = model.forward(batch_ids, attention_mask=batch_mask)  # (b, L, C)
             out[rows] = to_numpy(l2_normalize(mean_pool(hidden, batch_mask)))  # (b, C)
     finally:
-        release_caches(model)
+        model.release_caches()      # no backward: the attention probabilities alone can be 100s of MB
         model.train(was_training)
     return out
 
@@ -139,10 +139,3 @@ def _check_sentences(sentences) -> list[str]:
         if not isinstance(s, str):
             raise TypeError(f"sentences[{n}]: expected str, got {type(s).__name__}")
     return sentences
-
-
-def release_caches(model) -> None:
-    """Drop the backward caches the forward kept: embedding needs no backward, and the
-    attention probabilities of a long batch alone can take hundreds of megabytes."""
-    for _, module in model.named_modules():
-        module._cache = None
