@@ -30,7 +30,7 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", default=None, help="a UTF-8 text file (default: Python's own help topics)")
     p.add_argument("--tokenizer", choices=("char", "bpe"), default="char", help="text tokenizer (default: char)")
     p.add_argument("--vocab-size", type=int, default=512, help="BPE vocabulary size (with --tokenizer bpe)")
-    p.add_argument("--steps", type=int, default=None, help="optimizer steps (default: 2000 gpt, 1500 seq2seq, 1000 mlm)")
+    p.add_argument("--steps", type=int, default=None, help="optimizer steps (default: 2000 gpt, 800 seq2seq, 1000 mlm)")
     p.add_argument("--batch-size", type=int, default=None, help="sequences per step (default: 12; seq2seq 64)")
     p.add_argument("--block-size", type=int, default=64, help="context length in tokens (default: 64)")
     p.add_argument("--n-layer", type=int, default=None, help="blocks per stack (default: 4; seq2seq 2)")
@@ -49,7 +49,7 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
 
 def build(args):
     """(model, task, TrainConfig, meta) from the parsed arguments."""
-    steps_default = {"gpt": 2000, "seq2seq": 1500, "encoder": 1000}[args.model]
+    steps_default = {"gpt": 2000, "seq2seq": 800, "encoder": 1000}[args.model]
     cfg = TrainConfig(steps=args.steps or steps_default, lr=args.lr, seed=args.seed,
                       eval_interval=min(args.eval_interval, args.steps or steps_default))
     batch = args.batch_size or (64 if args.model == "seq2seq" else 12)
