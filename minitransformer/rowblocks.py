@@ -8,8 +8,11 @@ each reading and writing the whole array. For the (B, T, 4C) activations and the
 every pass goes out to main memory. Running the same kernel on blocks of a few
 hundred kilobytes keeps a block in the core's L2 cache for all the passes (one trip
 to memory instead of a dozen). The kernel is the plain array code: it does not know
-it runs on a block. Measured on GPT config c (benchmarks/train_step.py): a training
-step 5-9% faster than with one call on the whole arrays.
+it runs on a block. Measured (float32, one core, glibc keeping freed memory): the
+tanh-GELU forward on (32, 128, 512) took 4.1 ms in blocks against 6.5 ms whole, on
+(16, 256, 1536) 11.6 against 22.8 ms; softmax, with fewer passes, gains little
+(14.5 against 15.3 ms on (16, 6, 256, 256)), and LayerNorm was slower in blocks,
+so it does not use them.
 
 Why not threads. NumPy releases the GIL in its loops, so the blocks could go to one
 thread per core; measured on this project's 2-core machine, it was no faster and
