@@ -101,7 +101,7 @@ def _numerical(output, g, x, coords, h: float) -> np.ndarray:
     drown a small weight gradient).
     """
     flat = x.reshape(-1)  # a view: perturbing it perturbs x
-    if not np.shares_memory(flat, x):
+    if not get_xp(x).shares_memory(flat, x):
         raise ValueError("gradient check: inputs and parameters must be C-contiguous arrays "
                          "(np.ascontiguousarray), so a perturbation reaches them")
     grads = np.empty(len(coords))
