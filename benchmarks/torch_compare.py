@@ -40,7 +40,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_step import CONFIGS, VOCAB, _status_kb, build, make_task  # noqa: E402
+from train_step import CONFIGS, VOCAB, _status_kb, build, checked_environment, make_task  # noqa: E402
 
 
 def torch_model(name: str, seed: int = 0, device: str = "cpu", vocab: int = VOCAB):
@@ -193,11 +193,7 @@ def main(argv=None) -> int:
     if args.run:
         print(json.dumps(run_one(args.run[0], args.run[1], args.steps, args.warmup, not args.no_malloc)))
         return 0
-    for name in args.configs:
-        if name not in CONFIGS:
-            p.error(f"config: expected one of {sorted(CONFIGS)}, got {name!r}")
-    env = dict(os.environ)
-    env.setdefault("OPENBLAS_NUM_THREADS", str(args.threads))
+    env = checked_environment(p, args)
     for name in args.configs:
         print(json.dumps(compare(name, args.steps, args.warmup, args.rounds, env, not args.no_malloc)), flush=True)
     return 0

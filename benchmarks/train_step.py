@@ -80,6 +80,17 @@ def build(name: str, seed: int = 0):
     return model, task, cfg, make_optimizer(model, cfg), rng
 
 
+def checked_environment(parser, args) -> dict:
+    """The subprocesses' environment (OPENBLAS_NUM_THREADS from --threads unless set);
+    an unknown config name is a usage error."""
+    for name in args.configs:
+        if name not in CONFIGS:
+            parser.error(f"config: expected one of {sorted(CONFIGS)}, got {name!r}")
+    env = dict(os.environ)
+    env.setdefault("OPENBLAS_NUM_THREADS", str(args.threads))
+    return env
+
+
 def _status_kb(field: str) -> int:
     with open("/proc/self/status") as f:
         for line in f:
@@ -172,11 +183,7 @@ def main(argv=None) -> int:
             tune_malloc()
         print(json.dumps(measure(args.one, args.steps, args.warmup)), flush=True)
         return 0
-    for name in args.configs:
-        if name not in CONFIGS:
-            p.error(f"config: expected one of {sorted(CONFIGS)}, got {name!r}")
-    env = dict(os.environ)
-    env.setdefault("OPENBLAS_NUM_THREADS", str(args.threads))
+    env = checked_environment(p, args)
     for name in args.configs:
         cmd = [sys.executable, os.path.abspath(__file__), "--one", name, "--steps", str(args.steps),
                "--warmup", str(args.warmup)] + (["--no-malloc"] if args.no_malloc else [])
