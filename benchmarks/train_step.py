@@ -105,7 +105,7 @@ def measure(name: str, steps: int, warmup: int) -> dict:
 
     import numpy as np
 
-    from minitransformer.train import make_optimizer, train_step
+    from minitransformer.train import train_step
 
     model, task, cfg, opt, rng = build(name)
     batches = [task.batch("train", rng) for _ in range(warmup + steps + 6)]

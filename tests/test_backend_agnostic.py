@@ -18,7 +18,7 @@ from minitransformer.functional.masks import causal_mask, key_padding_mask
 from minitransformer.functional.softmax import (log_softmax_backward, log_softmax_forward,
                                                 softmax_backward, softmax_forward)
 from minitransformer.layers import MultiHeadAttention
-from minitransformer.layers.activation import ACTIVATIONS, GATED_ACTIVATIONS, make_activation
+from minitransformer.layers.activation import ACTIVATIONS, make_activation
 from minitransformer.layers.attention import KVCache
 from minitransformer.layers.dropout import Dropout
 from minitransformer.layers.embedding import Embedding

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..backend import get_xp
 from ..validate import (check_bool, check_broadcastable, check_dim, check_dtype_like,
                         check_float, check_ndim, check_same_shape)
 from .masks import additive_mask
