@@ -13,7 +13,7 @@ import argparse
 import json
 import time
 
-from minitransformer.data import default_corpus
+from minitransformer.training.data import default_corpus
 from minitransformer.tokenizers.bpe import ByteBPETokenizer
 
 

@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from minitransformer.data import default_corpus
+from minitransformer.training.data import default_corpus
 from minitransformer.pretrained import minilm_path
 from minitransformer.pretrained.bert import from_pretrained
 from minitransformer.pretrained.sentence import embed, plan_batches

@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from minitransformer.generate import generate
+from minitransformer.generation.generate import generate
 from minitransformer.models import GPT, GPTConfig
 
 PROMPT_TOKENS = 64

@@ -8,7 +8,7 @@
 Parts (each prints one JSON line; ``ok`` says whether it passed):
 
 gradcheck    every layer of ``python -m minitransformer gradcheck`` (the list in
-             ``minitransformer.cli_gradcheck.layer_checks``, reused, not copied), in
+             ``minitransformer.gradcheck.suite.layer_checks``, reused, not copied), in
              float64, with the inputs and the modules on the device: the checker
              perturbs device arrays. Worst relative error per layer and ok / not
              (tolerance 1e-7 per layer, 1e-6 for the whole GPT, as the command has).
@@ -65,9 +65,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from train_step import CONFIGS, build, make_task  # noqa: E402
 
 from minitransformer.backend import cupy_available, device_of, to_numpy, xp_for_device  # noqa: E402
-from minitransformer.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
-from minitransformer.cli_gradcheck import layer_checks  # noqa: E402
-from minitransformer.train import make_optimizer, train_step  # noqa: E402
+from minitransformer.training.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
+from minitransformer.gradcheck.suite import layer_checks  # noqa: E402
+from minitransformer.training.loop import make_optimizer, train_step  # noqa: E402
 
 PARTS = ("gradcheck", "train_match", "checkpoint", "timing")
 DEVICES = {"cuda": "cuda", "numpy": "cpu"}              # --device -> the library's device name

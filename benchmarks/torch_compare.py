@@ -11,7 +11,7 @@ GPT for the config: token embedding and learned positions (N(0, 0.02²)), pre-LN
 blocks with one fused QKV projection and ``F.scaled_dot_product_attention(is_causal=True)``
 (PyTorch's fastest eager attention), a tanh-GELU MLP of width 4C, a final LayerNorm,
 the head tied to the token embedding, dropout 0. The step is the same as
-``minitransformer.train.train_step``: forward, cross-entropy, backward,
+``minitransformer.training.loop.train_step``: forward, cross-entropy, backward,
 ``clip_grad_norm_(1.0)``, AdamW(lr 1e-3, betas (0.9, 0.99), weight decay 0.1 on the 2-D
 weights only), ``zero_grad()``.
 
@@ -108,7 +108,7 @@ def torch_model(name: str, seed: int = 0, device: str = "cpu", vocab: int = VOCA
 
 
 def _numpy_step(name):
-    from minitransformer.train import train_step
+    from minitransformer.training.loop import train_step
     model, task, cfg, opt, rng = build(name)
     return (lambda batch: train_step(model, task, batch, opt, cfg.lr, cfg)), task, rng
 
@@ -116,16 +116,16 @@ def _numpy_step(name):
 def run_one(name: str, lib: str, steps: int, warmup: int, malloc: bool = True) -> dict:
     """In a fresh subprocess: ``warmup`` + ``steps`` steps of one library; times and peak memory.
 
-    NumPy's side first calls ``minitransformer.perf.tune_malloc()``, as ``train()`` does
+    NumPy's side first calls ``minitransformer.training.perf.tune_malloc()``, as ``train()`` does
     (``--no-malloc``: not).
     """
     if lib == "numpy" and malloc:
-        from minitransformer.perf import tune_malloc
+        from minitransformer.training.perf import tune_malloc
         tune_malloc()
     if lib == "torch":
         import torch
         torch.set_num_threads(int(os.environ.get("OPENBLAS_NUM_THREADS", "2")))
-    import minitransformer.train  # noqa: F401  (both processes import the same NumPy side)
+    import minitransformer.training.loop  # noqa: F401  (both processes import the same NumPy side)
     rss0 = _status_kb("VmRSS")
     if lib == "torch":
         step = torch_model(name)
@@ -181,7 +181,7 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=3, help="fresh processes per library")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--no-malloc", action="store_true",
-                   help="NumPy side without minitransformer.perf.tune_malloc() (train() calls it)")
+                   help="NumPy side without minitransformer.training.perf.tune_malloc() (train() calls it)")
     p.add_argument("--run", nargs=2, help=argparse.SUPPRESS)   # internal: CONFIG LIB in this process
     args = p.parse_args(argv)
     try:

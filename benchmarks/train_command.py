@@ -10,7 +10,7 @@ learning-rate schedule (warmup 100 steps, cosine to 1e-4) and the same step
 0.1, clipping 1.0). Each runs in a FRESH subprocess, NumPy first, and reports the
 seconds spent in its training steps (no evaluation, as ``train`` reports them) and
 its last loss averaged over the final 100 steps. minitransformer's side is
-``minitransformer.train.train`` itself, with evaluation pushed past the end.
+``minitransformer.training.loop.train`` itself, with evaluation pushed past the end.
 PyTorch is never a dependency: without it, this prints a message and exits 0.
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ def _default_run(steps: int):
     """(model, task, TrainConfig) exactly as ``python -m minitransformer train`` builds them."""
     from dataclasses import replace
 
-    from minitransformer import cli_train
+    from minitransformer.cli import train as cli_train
     p = argparse.ArgumentParser()
     cli_train.add_train_arguments(p)
     model, task, cfg, _ = cli_train.build(p.parse_args([]))
@@ -37,7 +37,7 @@ def _default_run(steps: int):
 
 
 def run_numpy(steps: int) -> dict:
-    from minitransformer.train import train
+    from minitransformer.training.loop import train
     model, task, cfg = _default_run(steps)
     result = train(model, task, cfg, log=lambda line: None)
     losses = [loss for _, loss in result.history[-100:]]

@@ -2,9 +2,9 @@
 
     python benchmarks/train_step.py                 # configs a, b, c, 2 BLAS threads
     python benchmarks/train_step.py b --steps 20    # one config, more steps
-    python benchmarks/train_step.py --no-malloc     # without minitransformer.perf.tune_malloc()
+    python benchmarks/train_step.py --no-malloc     # without minitransformer.training.perf.tune_malloc()
 
-A step is ``minitransformer.train.train_step`` itself: forward, cross-entropy forward
+A step is ``minitransformer.training.loop.train_step`` itself: forward, cross-entropy forward
 and backward, model.backward, clip_grad_norm(1.0), AdamW(betas (0.9, 0.99), weight
 decay 0.1).step(), zero_grad. The model, for every config: learned positions,
 pre-norm, tanh GELU, tied head, dropout 0, vocabulary 65; batches of random token ids.
@@ -57,7 +57,7 @@ def make_task(name: str, seed: int = 0):
     """(task, generator): random token ids in batches of config ``name``'s shape."""
     import numpy as np
 
-    from minitransformer.tasks import LanguageModelTask
+    from minitransformer.training.tasks import LanguageModelTask
 
     T, B = CONFIGS[name][3:]
     rng = np.random.default_rng(seed)
@@ -68,7 +68,7 @@ def make_task(name: str, seed: int = 0):
 def build(name: str, seed: int = 0):
     """(model, task, train config, optimizer, generator) for config ``name``."""
     from minitransformer.models import GPT, GPTConfig
-    from minitransformer.train import TrainConfig, make_optimizer
+    from minitransformer.training.loop import TrainConfig, make_optimizer
 
     L, H, C, T, B = CONFIGS[name]
     config = GPTConfig(vocab_size=VOCAB, block_size=T, n_layer=L, n_head=H, n_embd=C,
@@ -105,7 +105,7 @@ def measure(name: str, steps: int, warmup: int) -> dict:
 
     import numpy as np
 
-    from minitransformer.train import train_step
+    from minitransformer.training.loop import train_step
 
     model, task, cfg, opt, rng = build(name)
     batches = [task.batch("train", rng) for _ in range(warmup + steps + 6)]
@@ -146,7 +146,7 @@ def _matmul_time(model, task, cfg, batches):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from matmul_timer import MATMUL, as_timed
 
-    from minitransformer.train import make_optimizer, train_step
+    from minitransformer.training.loop import make_optimizer, train_step
 
     model._map_params(as_timed)           # views: the same memory, every op now reports to MATMUL
     opt = make_optimizer(model, cfg)      # the new gradient arrays
@@ -174,12 +174,12 @@ def main(argv=None) -> int:
     p.add_argument("--warmup", type=int, default=3, help="untimed steps first")
     p.add_argument("--threads", type=int, default=2, help="OPENBLAS_NUM_THREADS, unless already set")
     p.add_argument("--no-malloc", action="store_true",
-                   help="skip minitransformer.perf.tune_malloc(), which train() calls first")
+                   help="skip minitransformer.training.perf.tune_malloc(), which train() calls first")
     p.add_argument("--one", help=argparse.SUPPRESS)        # internal: measure in this process
     args = p.parse_args(argv)
     if args.one:
         if not args.no_malloc:
-            from minitransformer.perf import tune_malloc
+            from minitransformer.training.perf import tune_malloc
             tune_malloc()
         print(json.dumps(measure(args.one, args.steps, args.warmup)), flush=True)
         return 0

@@ -27,7 +27,8 @@ import matplotlib
 matplotlib.use("Agg")                    # figures go to files, never to a window
 import numpy as np
 
-from minitransformer import plots
+from minitransformer.plots.attention import attention_map
+from minitransformer.plots.masks import causal_table, key_padding_figure
 from minitransformer.functional.attention import attention_forward
 from minitransformer.functional.linear import linear_forward
 from minitransformer.functional.masks import causal_mask, combine_masks, key_padding_mask
@@ -84,7 +85,7 @@ width = max(len(t) for t in tokens) + 2
 print("query \\ key".ljust(width + 4) + "".join(t.center(width) for t in tokens))
 for i, t in enumerate(tokens):
     print(t.ljust(width + 4) + "".join(("✓" if mask[i, j] else "✗").center(width) for j in range(T)))
-plots.causal_table(tokens, path=OUT / "02_causal_table.png")
+causal_table(tokens, path=OUT / "02_causal_table.png")
 
 causal = MultiHeadAttention(C, H, causal=True, rng=0, std=0.5).astype(np.float64)
 y_causal = causal.forward(x)
@@ -118,7 +119,7 @@ S = int(lengths.max())
 padding = key_padding_mask(lengths, S)                     # (B, 1, 1, S)
 print("key padding mask (B, S):\n", padding[:, 0, 0])
 print("padding AND causal for sequence 1:\n", combine_masks(causal_mask(S), padding)[1, 0])
-plots.key_padding_figure(["I am a student", "you are"], path=OUT / "02_key_padding.png")
+key_padding_figure(["I am a student", "you are"], path=OUT / "02_key_padding.png")
 
 xb = rng.standard_normal((2, S, C))                        # (B, S, C)
 real = padding[:, 0, 0]                                    # (B, S) True = real token
@@ -166,7 +167,7 @@ P_cross = cross.attention_probs()                          # (B, H, T, S)
 dx, dmemory = cross.backward(rng.standard_normal(y_cross.shape))
 print("y", y_cross.shape, "| P", P_cross.shape, "| dx", dx.shape, "| dmemory", dmemory.shape)
 print("sequence 1, head 0 (source positions 3, 4 are padding):\n", P_cross[1, 0])
-plots.attention_map(P_cross[0, 0], tgt_tokens, src_tokens,
+attention_map(P_cross[0, 0], tgt_tokens, src_tokens,
                     title="Cross-attention, head 0 (random weights): T × S", path=OUT / "02_cross_attention.png")
 
 # %% [markdown]

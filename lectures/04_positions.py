@@ -29,7 +29,7 @@ matplotlib.use("Agg")                    # figures go to files, never to a windo
 import numpy as np
 from matplotlib.figure import Figure
 
-from minitransformer import plots
+from minitransformer.plots.positions import rope_figure, sinusoidal_encoding
 from minitransformer.functional.alibi import alibi_bias, alibi_slopes
 from minitransformer.functional.masks import causal_mask
 from minitransformer.functional.rope import rope_forward
@@ -133,7 +133,7 @@ shift_errors = {name: max(rotation_error(PE_v, k) for k in (1, 3, 10)) for name,
 shift_errors["sinusoidal_table"] = max(rotation_error(table, k) for k in (1, 3, 10))
 for name, err in shift_errors.items():
     print(f"{name:32s} shift-is-a-rotation error {err:.2e}")
-plots.sinusoidal_encoding(path=OUT / "04_sinusoidal.png")
+sinusoidal_encoding(path=OUT / "04_sinusoidal.png")
 
 # %% [markdown]
 # ## 2. Learned positions
@@ -190,7 +190,7 @@ spread_per_distance = max(np.ptp(np.diagonal(scores, offset)) for offset in rang
 print("score at (m, n) = (0, 0), (5, 5), (17, 17):", scores[0, 0], scores[5, 5], scores[17, 17])
 print("largest spread of the scores along any diagonal m - n = const:", spread_per_distance)
 print("norms are kept: max | |R(m) q| - |q| | =", np.abs(np.linalg.norm(Rq[0, 0], axis=-1) - np.linalg.norm(q)).max())
-plots.rope_figure(path=OUT / "04_rope.png")
+rope_figure(path=OUT / "04_rope.png")
 
 # %% [markdown]
 # ## 4. ALiBi: a distance penalty on the scores

@@ -27,15 +27,15 @@ import matplotlib
 matplotlib.use("Agg")                    # figures go to files, never to a window
 import numpy as np
 
-from minitransformer import plots
-from minitransformer.data import BOS, EOS, IGNORE_INDEX, PAD, make_sequence_task
+from minitransformer.plots.training import label_smoothing, loss_curve, lr_schedules
+from minitransformer.training.data import BOS, EOS, IGNORE_INDEX, PAD, make_sequence_task
 from minitransformer.functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from minitransformer.functional.softmax import softmax_forward
-from minitransformer.generate import generate_seq2seq, greedy_seq2seq
+from minitransformer.generation.generate import generate_seq2seq, greedy_seq2seq
 from minitransformer.models import Seq2Seq, Seq2SeqConfig
 from minitransformer.optim import noam_schedule
-from minitransformer.tasks import SequenceTaskData
-from minitransformer.train import TrainConfig, train
+from minitransformer.training.tasks import SequenceTaskData
+from minitransformer.training.loop import TrainConfig, train
 
 from _lecture import FAST, OUT    # fast-mode switch; where figures go (lectures/_lecture.py)
 np.set_printoptions(precision=4, suppress=True)
@@ -107,7 +107,7 @@ floor = entropy(q_V)
 loss_at_q = float(cross_entropy_forward(np.log(np.array([q_V])), np.array([0]), label_smoothing=eps)[0])
 print(f"with V = {V}: the smallest possible smoothed loss H(q) = {floor:.4f}; "
       f"the loss at p = q: {loss_at_q:.4f}")
-plots.label_smoothing(V=8, eps=eps, path=OUT / "05_label_smoothing.png")
+label_smoothing(V=8, eps=eps, path=OUT / "05_label_smoothing.png")
 
 # %% [markdown]
 # ## 3. Warmup
@@ -126,7 +126,7 @@ plots.label_smoothing(V=8, eps=eps, path=OUT / "05_label_smoothing.png")
 # %%
 noam = noam_schedule(d_model=512, warmup_steps=4000)
 print(f"lr(1000) = {noam(1000):.3e}, lr(4000) = {noam(4000):.3e} (peak), lr(16000) = {noam(16000):.3e}")
-plots.lr_schedules(path=OUT / "05_lr_schedules.png")
+lr_schedules(path=OUT / "05_lr_schedules.png")
 
 # %% [markdown]
 # ## 4. Training on the reverse task
@@ -150,7 +150,7 @@ losses = np.array([loss for _, loss in result.history])
 print(f"training loss (smoothed, ε = {eps}): first 10 steps {losses[:10].mean():.3f}, "
       f"last 10 steps {losses[-10:].mean():.3f}; floor H(q) = {floor:.3f}")
 print(f"held-out loss (no smoothing): {result.final_val_loss:.3f}")
-plots.loss_curve(result.history, result.evals, path=OUT / "05_loss.png")
+loss_curve(result.history, result.evals, path=OUT / "05_loss.png")
 
 # %% [markdown]
 # ## 5. Greedy decoding, step by step

@@ -29,8 +29,10 @@ import matplotlib
 matplotlib.use("Agg")                    # figures go to files, never to a window
 import numpy as np
 
-from minitransformer import plots
-from minitransformer.data import load_text, train_val_split
+from minitransformer.plots.activations import activation_curves, gelu_difference
+from minitransformer.plots.gradients import prenorm_vs_postnorm
+from minitransformer.plots.masks import attention_patterns
+from minitransformer.training.data import load_text, train_val_split
 from minitransformer.functional.activations import gelu_forward, relu_forward, silu_forward
 from minitransformer.functional.attention import attention_forward
 from minitransformer.functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
@@ -41,9 +43,9 @@ from minitransformer.gradcheck import check_pair
 from minitransformer.layers import FeedForward
 from minitransformer.models import GPT, GPTConfig
 from minitransformer.plots.gradients import block_gradient_norms
-from minitransformer.tasks import LanguageModelTask
+from minitransformer.training.tasks import LanguageModelTask
 from minitransformer.tokenizers import CharTokenizer
-from minitransformer.train import TrainConfig, train
+from minitransformer.training.loop import TrainConfig, train
 
 from _lecture import FAST, OUT    # fast-mode switch; where figures go (lectures/_lecture.py)
 np.set_printoptions(precision=4, suppress=True)
@@ -87,8 +89,8 @@ for name, (lib, by_hand) in table.items():
 grid = np.linspace(-10, 10, 20001)
 tanh_error = np.abs(gelu_forward(grid)[0] - gelu_forward(grid, "tanh")[0])
 print(f"largest |GELU - GELU_tanh| on [-10, 10]: {tanh_error.max():.2e} at x = {grid[tanh_error.argmax()]:.2f}")
-plots.activation_curves(path=OUT / "06_activations.png")
-plots.gelu_difference(path=OUT / "06_gelu_difference.png")
+activation_curves(path=OUT / "06_activations.png")
+gelu_difference(path=OUT / "06_gelu_difference.png")
 
 # %% [markdown]
 # The gated units take the two projections side by side, $h = [a \mid b]$ of width 2F,
@@ -168,7 +170,7 @@ for std in (0.02, 0.25):
         ids, targets = (batch_rng.integers(0, 64, (8, 32)) for _ in range(2))
         norms[std, position] = block_gradient_norms(model, ids, targets)      # (n_layer,)
         print(f"init std {std}, {position:4s}-norm: {np.round(norms[std, position], 3)}")
-plots.prenorm_vs_postnorm(n_layer=n_layer, path=OUT / "06_prenorm_vs_postnorm.png")
+prenorm_vs_postnorm(n_layer=n_layer, path=OUT / "06_prenorm_vs_postnorm.png")
 
 # %% [markdown]
 # What the numbers say. At GPT-2's init (std 0.02), pre-norm gives every block a
@@ -254,7 +256,7 @@ w, T_win = 3, 8
 window = sliding_window_mask(T_win, w)                     # (T, T)
 for i in range(T_win):
     print(f"query {i}: " + " ".join("✓" if window[i, j] else "·" for j in range(T_win)))
-plots.attention_patterns(path=OUT / "06_attention_patterns.png")
+attention_patterns(path=OUT / "06_attention_patterns.png")
 
 config = GPTConfig(vocab_size=32, block_size=T_win, n_layer=2, n_head=2, n_embd=16, attention_window=w)
 windowed = GPT(config, rng=0, dtype=np.float64)

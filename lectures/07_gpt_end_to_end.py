@@ -29,15 +29,16 @@ import matplotlib
 matplotlib.use("Agg")                    # figures go to files, never to a window
 import numpy as np
 
-from minitransformer import plots
-from minitransformer.data import load_text, random_batch, train_val_split
+from minitransformer.plots.attention import attention_grid, attention_map
+from minitransformer.plots.training import loss_curve
+from minitransformer.training.data import load_text, random_batch, train_val_split
 from minitransformer.functional.cross_entropy import cross_entropy_forward
 from minitransformer.functional.softmax import softmax_forward
-from minitransformer.generate import generate
+from minitransformer.generation.generate import generate
 from minitransformer.models import GPT, GPTConfig
-from minitransformer.tasks import LanguageModelTask
+from minitransformer.training.tasks import LanguageModelTask
 from minitransformer.tokenizers import CharTokenizer
-from minitransformer.train import TrainConfig, train
+from minitransformer.training.loop import TrainConfig, train
 
 from _lecture import FAST, OUT    # fast-mode switch; where figures go (lectures/_lecture.py)
 np.set_printoptions(precision=3, suppress=True)
@@ -97,7 +98,7 @@ print(f"loss at initialisation {initial_loss:.4f}; ln V = {math.log(V):.4f}; "
 # %% [markdown]
 # ## 3. Training
 #
-# `train` runs the loop of `minitransformer/train.py`: a random batch of windows,
+# `train` runs the loop of `minitransformer/training/loop.py`: a random batch of windows,
 # forward, cross-entropy, backward, gradient clipping, AdamW, linear warmup then
 # cosine decay, and an evaluation on both splits at the end.
 
@@ -109,7 +110,7 @@ result = train(model, task, train_config)
 losses = np.array([loss for _, loss in result.history])
 print(f"trained {steps} steps in {result.seconds:.1f} s: train loss {result.final_train_loss:.3f}, "
       f"validation loss {result.final_val_loss:.3f} (from {initial_loss:.3f})")
-plots.loss_curve(result.history, result.evals, path=OUT / "07_loss.png")
+loss_curve(result.history, result.evals, path=OUT / "07_loss.png")
 
 # %% [markdown]
 # ## 4. Sampling
@@ -161,8 +162,8 @@ for l, P_l in enumerate(P):
     last = P_l[0, :, -1]                                   # (H, T) where the last character looks
     print(f"layer {l}: each head's favourite key for the last character 't':",
           [repr(phrase[j]) + f"@{j}" for j in last.argmax(axis=-1)])
-plots.attention_grid(model, phrase_ids, list(phrase), path=OUT / "07_attention_grid.png")
-plots.attention_map(P[-1][0, 0], list(phrase), title="Last layer, head 0", path=OUT / "07_attention_head.png")
+attention_grid(model, phrase_ids, list(phrase), path=OUT / "07_attention_grid.png")
+attention_map(P[-1][0, 0], list(phrase), title="Last layer, head 0", path=OUT / "07_attention_head.png")
 print("figures in", OUT)
 
 # %% [markdown]

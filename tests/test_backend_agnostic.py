@@ -19,7 +19,7 @@ from minitransformer.functional.softmax import (log_softmax_backward, log_softma
                                                 softmax_backward, softmax_forward)
 from minitransformer.layers import MultiHeadAttention
 from minitransformer.layers.activation import ACTIVATIONS, make_activation
-from minitransformer.layers.attention import KVCache
+from minitransformer.layers.kv_cache import KVCache
 from minitransformer.layers.dropout import Dropout
 from minitransformer.layers.embedding import Embedding
 from minitransformer.layers.linear import Linear
@@ -27,7 +27,7 @@ from minitransformer.layers.norm import LayerNorm, RMSNorm
 from minitransformer.layers.positions import LearnedPositionEmbedding
 from minitransformer.models import GPT, Encoder, EncoderConfig, GPTConfig, Seq2Seq, Seq2SeqConfig
 from minitransformer.optim import AdamW, clip_grad_norm
-from minitransformer.train import TrainConfig, train_step
+from minitransformer.training.loop import TrainConfig, train_step
 from strict_array import STRICT, TRANSFERS, StrictArray, StrictError, from_strict, to_strict
 
 F32, F64 = np.float32, np.float64

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from minitransformer.data import default_corpus
+from minitransformer.training.data import default_corpus
 from minitransformer.tokenizers.bpe import PRETOKEN_PATTERN, ByteBPETokenizer, merge_pair
 
 EOT = "<|endoftext|>"

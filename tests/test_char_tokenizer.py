@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from minitransformer.data import default_corpus
+from minitransformer.training.data import default_corpus
 from minitransformer.tokenizers.char import CharTokenizer
 
 CORPUS_TOKENIZER = CharTokenizer.from_text(default_corpus())

@@ -7,7 +7,7 @@ from hypothesis import given, strategies as st
 
 from minitransformer.functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from minitransformer.gradcheck import check_module, check_pair
-from minitransformer.loss import CrossEntropyLoss
+from minitransformer.training.loss import CrossEntropyLoss
 from strategies import big_scales, integer_ids, normal_array, seeds, shapes
 
 TOL = 1e-7  # float64 central differences land near 1e-9 for a correct backward, near 1 for a bug

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from minitransformer.data import (BOS, EOS, IGNORE_INDEX, PAD, default_corpus, load_text, make_sequence_task,
+from minitransformer.training.data import (BOS, EOS, IGNORE_INDEX, PAD, default_corpus, load_text, make_sequence_task,
                                   mlm_mask, random_batch, train_val_split)
 from strategies import seeds
 

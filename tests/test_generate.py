@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from minitransformer.checkpoint import save_checkpoint
-from minitransformer.cli_generate import add_generate_arguments, run_generate
-from minitransformer.generate import (LogitsStep, beam_seq2seq, filter_logits, generate, generate_seq2seq,
+from minitransformer.training.checkpoint import save_checkpoint
+from minitransformer.cli.generate import add_generate_arguments, run_generate
+from minitransformer.generation.generate import (LogitsStep, beam_seq2seq, filter_logits, generate, generate_seq2seq,
                                       greedy_seq2seq, outside_nucleus, sample_tokens)
 from minitransformer.models import GPT, GPTConfig, Seq2Seq, Seq2SeqConfig
 from minitransformer.tokenizers import CharTokenizer
@@ -371,7 +371,7 @@ def test_command_errors_are_one_line_and_nonzero(checkpoints, overrides, match, 
 
 
 def test_command_is_wired_into_main(checkpoints, capsys):
-    from minitransformer.__main__ import main
+    from minitransformer.cli import main
     assert main(["generate", "--checkpoint", str(checkpoints / "gpt.npz"), "--prompt", "he",
                  "--strategy", "greedy", "--max-new-tokens", "3"]) == 0
     assert capsys.readouterr().out.startswith("he")

@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 import gpu_check  # noqa: E402
 from train_step import VOCAB  # noqa: E402
 
-from minitransformer.cli_gradcheck import layer_checks  # noqa: E402
+from minitransformer.gradcheck.suite import layer_checks  # noqa: E402
 
 TINY = (1, 2, 16, 8, 2)      # n_layer, n_head, n_embd, block_size, batch
 

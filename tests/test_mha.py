@@ -14,7 +14,7 @@ from hypothesis import given, strategies as st
 from minitransformer.functional import masks
 from minitransformer.functional.alibi import alibi_slopes
 from minitransformer.gradcheck import check_module
-from minitransformer.layers.attention import KVCache, MultiHeadAttention
+from minitransformer.layers import KVCache, MultiHeadAttention
 from strategies import head_counts, normal_array, seeds
 
 TOL = 1e-7

@@ -4,7 +4,7 @@ import platform
 
 import pytest
 
-from minitransformer.perf import tune_malloc
+from minitransformer.training.perf import tune_malloc
 
 
 def _is_glibc():

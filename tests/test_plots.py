@@ -12,18 +12,18 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from minitransformer import cli_figures
-from minitransformer.__main__ import main
+from minitransformer.cli import figures as cli_figures
+from minitransformer.cli import main
 from minitransformer.functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from minitransformer.functional.linear import linear_backward, linear_forward
 from minitransformer.gradcheck import check_pair
 from minitransformer.models import GPT, GPTConfig
-from minitransformer.plots import (activation_curves, attention_grid, attention_map, attention_patterns,
-                                   causal_table, gelu_difference, gradcheck_errors, key_padding_figure,
-                                   label_smoothing, loss_curve, lr_schedules, prenorm_vs_postnorm,
-                                   rope_figure, sinusoidal_encoding)
-from minitransformer.plots.attention import collect_attention
-from minitransformer.plots.gradients import block_gradient_norms
+from minitransformer.plots.activations import activation_curves, gelu_difference
+from minitransformer.plots.attention import attention_grid, attention_map, collect_attention
+from minitransformer.plots.gradients import block_gradient_norms, gradcheck_errors, prenorm_vs_postnorm
+from minitransformer.plots.masks import attention_patterns, causal_table, key_padding_figure
+from minitransformer.plots.positions import rope_figure, sinusoidal_encoding
+from minitransformer.plots.training import label_smoothing, loss_curve, lr_schedules
 from minitransformer.plots.masks import dilated_window_mask, global_window_mask
 from strategies import normal_array
 
@@ -321,7 +321,7 @@ def test_figures_command_writes_and_lists_the_files(tmp_path, capsys):
 
 
 def test_figures_command_reads_a_checkpoint(tmp_path, capsys):
-    from minitransformer.checkpoint import save_checkpoint
+    from minitransformer.training.checkpoint import save_checkpoint
     from minitransformer.tokenizers import CharTokenizer
     tokenizer = CharTokenizer.from_text("The list.")
     config = GPTConfig(**{**TINY.to_dict(), "vocab_size": tokenizer.vocab_size})

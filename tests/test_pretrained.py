@@ -31,9 +31,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from minitransformer.__main__ import main
+from minitransformer.cli import main
 from minitransformer.gradcheck import check_module
-from minitransformer.plots_pretrained import attention_maps, attention_sink, pretrained_figures
+from minitransformer.plots.pretrained import attention_maps, attention_sink, pretrained_figures
 from minitransformer.pretrained import minilm_path
 from minitransformer.pretrained.bert import from_pretrained
 from minitransformer.pretrained.safetensors import save_safetensors

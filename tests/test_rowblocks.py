@@ -1,4 +1,4 @@
-"""The blocked kernels (minitransformer/rowblocks.py) give the very bits of one call on the whole array.
+"""The blocked kernels (minitransformer/functional/_kernels/rowblocks.py) give the very bits of one call on the whole array.
 
 Softmax and the tanh GELU run their elementwise passes block by block over
 the rows of large arrays. Each test runs a function on an array large enough to be
@@ -8,7 +8,7 @@ blocking switched off, and asks for exact equality.
 import numpy as np
 import pytest
 
-from minitransformer import rowblocks
+from minitransformer.functional._kernels import rowblocks
 from minitransformer.functional.activations import gelu_backward, gelu_forward
 from minitransformer.functional.softmax import softmax_backward, softmax_forward
 

@@ -4,10 +4,10 @@ import os
 import numpy as np
 import pytest
 
-from minitransformer.checkpoint import load_checkpoint, save_checkpoint
+from minitransformer.training.checkpoint import load_checkpoint, save_checkpoint
 from minitransformer.models import GPT, GPTConfig, Seq2Seq, Seq2SeqConfig
-from minitransformer.tasks import LanguageModelTask, SequenceTaskData
-from minitransformer.train import TrainConfig, TrainingDiverged, train
+from minitransformer.training.tasks import LanguageModelTask, SequenceTaskData
+from minitransformer.training.loop import TrainConfig, TrainingDiverged, train
 
 CFG = GPTConfig(vocab_size=11, block_size=8, n_layer=1, n_head=2, n_embd=16, dropout=0.1)
 
@@ -93,7 +93,7 @@ def test_load_state_dict_names_a_mis_shaped_parameter():
 
 
 def test_train_command_errors_go_to_stderr_with_exit_2(tmp_path, capsys):
-    from minitransformer.__main__ import main
+    from minitransformer.cli import main
     code = main(["train", "--resume", "--out", str(tmp_path / "nothing-here")])
     out, err = capsys.readouterr()
     assert code == 2

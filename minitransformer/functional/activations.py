@@ -30,7 +30,7 @@ ops for nothing; training, the case that waits, saves recomputing Φ, φ or σ.)
 Temporaries are fresh arrays updated in place (``*=``, ``out=``), and the choices
 avoid ``xp.where``, several times slower than arithmetic on NumPy. The tanh form,
 the one GPT-2 configs train with, runs its dozen passes block by block over the
-rows (minitransformer/rowblocks.py: each block stays in cache for all of them);
+rows (minitransformer/functional/_kernels/rowblocks.py: each block stays in cache for all of them);
 the lines are the same as on the whole array.
 
 Shapes: x (...) with any shape of at least one dimension; y, dy, dx like x.
@@ -42,7 +42,7 @@ from typing import NamedTuple
 
 from ..backend import get_xp
 from ..validate import check_choice, check_float, check_min_ndim, check_same_shape
-from ..rowblocks import in_row_blocks
+from ._kernels.rowblocks import in_row_blocks
 from .erf import erfc
 
 GELU_APPROXIMATIONS = ("none", "tanh")

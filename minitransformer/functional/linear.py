@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..validate import check_dim, check_min_ndim, check_ndim
-from .reductions import col_sum
+from ._kernels.reductions import col_sum
 
 
 class LinearCache(NamedTuple):

@@ -17,7 +17,7 @@ they follow from the chain rule (the lecture does it step by step).
 
 Speed: every mean over the features, and every mean of a product such as
 mean(dxhat ⊙ xhat), is one einsum pass over each row, and every sum over the rows
-a BLAS product with a vector of ones (functional/reductions.py): the same
+a BLAS product with a vector of ones (functional/_kernels/reductions.py): the same
 arithmetic as ``.mean(axis=-1)`` / ``.sum(axis=0)``, several times faster on NumPy
 for (B, T, C) activations. Elementwise steps update arrays this file just
 allocated (``*=``, ``-=``). (Running them block by block over the rows, as GELU
@@ -30,7 +30,7 @@ from typing import NamedTuple
 from ..backend import get_xp
 from ..validate import (check_dim, check_dtype_like, check_float, check_min_ndim, check_ndim,
                         check_number)
-from .reductions import col_dot, col_sum, row_dot, row_mean
+from ._kernels.reductions import col_dot, col_sum, row_dot, row_mean
 
 
 class LayerNormCache(NamedTuple):

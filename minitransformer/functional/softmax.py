@@ -21,8 +21,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..backend import get_xp
-from ..rowblocks import in_row_blocks
-from .reductions import row_dot, row_max, row_sum
+from ._kernels.rowblocks import in_row_blocks
+from ._kernels.reductions import row_dot, row_max, row_sum
 
 
 class SoftmaxCache(NamedTuple):

@@ -38,67 +38,15 @@ from ..backend import default_rng, get_xp
 from ..functional import masks
 from ..functional.alibi import alibi_bias, alibi_slopes
 from ..functional.attention import attention_backward, attention_forward
+from ..functional.heads import merge_heads, split_heads
 from ..functional.linear import linear_backward, linear_forward
 from ..functional.rope import LAYOUTS, rope_backward, rope_forward
 from ..validate import (check_bool, check_broadcastable, check_choice, check_dim, check_dtype_like,
                         check_float, check_int, check_ndim, check_number, check_same_shape)
+from .kv_cache import KVCache
 from .module import Module
 
 _MEMO_SIZE = 8   # masks / ALiBi biases kept per layer, for the (T, S) shapes seen last
-
-
-class KVCache:
-    """The keys and values of the positions seen so far, for ONE attention layer.
-
-    ``k``, ``v``: (B, K, length, D) views of buffers that grow by doubling their
-    capacity, so appending one token copies only that token (amortised): plain
-    concatenation would copy the whole prefix at every step, O(S²) per sequence.
-    Self-attention appends every call (keys already rotated when RoPE is on);
-    cross-attention stores the projected memory on its first call.
-    """
-
-    def __init__(self):
-        self._k = None           # (B, K, capacity, D) buffer
-        self._v = None           # (B, K, capacity, Dv) buffer
-        self.length = 0          # positions held
-
-    @property
-    def k(self):
-        return None if self._k is None else self._k[:, :, :self.length]    # (B, K, length, D)
-
-    @property
-    def v(self):
-        return None if self._v is None else self._v[:, :, :self.length]    # (B, K, length, Dv)
-
-    def append(self, k_new, v_new):
-        """Append (B, K, T, D) keys and values; returns all keys and values, (B, K, length, D) views."""
-        if self._k is not None and (k_new.shape[:2] != self._k.shape[:2] or
-                                    k_new.shape[3] != self._k.shape[3] or k_new.dtype != self._k.dtype):
-            raise ValueError(f"kv_cache: holds keys (B, K, ·, D) = {tuple(self.k.shape)} {self._k.dtype}, "
-                             f"got new keys {tuple(k_new.shape)} {k_new.dtype}: use one cache per "
-                             "layer and per batch")
-        end = self.length + k_new.shape[2]
-        if self._k is None or end > self._k.shape[2]:
-            self._grow(k_new, v_new, max(end, 2 * self.length))
-        self._k[:, :, self.length:end] = k_new
-        self._v[:, :, self.length:end] = v_new
-        self.length = end
-        return self.k, self.v
-
-    def reorder(self, index) -> None:
-        """Keep batch rows ``index`` (an integer array), e.g. the surviving beams of a beam search."""
-        if self._k is not None:
-            self._k, self._v = self._k[index], self._v[index]
-
-    def _grow(self, k_new, v_new, capacity: int) -> None:
-        xp = get_xp(k_new)
-        B, K, _, D = k_new.shape
-        k_buf = xp.empty((B, K, capacity, D), dtype=k_new.dtype)
-        v_buf = xp.empty((B, K, capacity, v_new.shape[3]), dtype=v_new.dtype)
-        if self.length:
-            k_buf[:, :, :self.length] = self.k
-            v_buf[:, :, :self.length] = self.v
-        self._k, self._v = k_buf, v_buf
 
 
 class MHACache(NamedTuple):
@@ -187,7 +135,7 @@ class MultiHeadAttention(Module):
         mask = masks.combine_masks(self._time_mask(T, S, xp), padding)
         bias = self._alibi_bias(T, S, xp) if self.slopes is not None else None
         o, attn = attention_forward(q, k, v, mask, bias)                     # (B, H, T, D)
-        y, out = linear_forward(_merge_heads(o), self.W_o, self.params.get("b_o"))  # (B, T, C)
+        y, out = linear_forward(merge_heads(o), self.W_o, self.params.get("b_o"))  # (B, T, C)
         self._decoding = kv_cache is not None
         self._save(None if self._decoding else MHACache(*caches, attn, out))
         return y
@@ -196,7 +144,7 @@ class MultiHeadAttention(Module):
         """x -> q (B, H, T, D), k, v (B, K, S, D) and the caches (proj, None, rope)."""
         H, K = self.n_head, self.n_kv_head
         qkv, proj = linear_forward(x, self.W_qkv, self.params.get("b_qkv"))  # (B, T, (H+2K)·D)
-        heads = _split_heads(qkv, self.head_dim)                             # (B, H+2K, T, D) view
+        heads = split_heads(qkv, self.head_dim)                             # (B, H+2K, T, D) view
         qk, v = heads[:, :H + K], heads[:, H + K:]                           # (B, H+K, T, D), (B, K, T, D)
         rope = None
         if self.rope:   # q and k sit side by side: one call rotates both with one table
@@ -211,11 +159,11 @@ class MultiHeadAttention(Module):
         """x, memory -> q (B, H, T, D), k, v (B, K, S, D) and the caches (proj, proj_kv, None)."""
         K = self.n_kv_head
         q, proj = linear_forward(x, self.W_q, self.params.get("b_q"))        # (B, T, H·D)
-        q = _split_heads(q, self.head_dim)                                   # (B, H, T, D) view
+        q = split_heads(q, self.head_dim)                                   # (B, H, T, D) view
         if kv_cache is not None and kv_cache.length:                         # memory projected already
             return q, kv_cache.k, kv_cache.v, (proj, None, None)
         kv, proj_kv = linear_forward(memory, self.W_kv, self.params.get("b_kv"))  # (B, S, 2K·D)
-        heads = _split_heads(kv, self.head_dim)                              # (B, 2K, S, D) view
+        heads = split_heads(kv, self.head_dim)                              # (B, 2K, S, D) view
         k, v = heads[:, :K], heads[:, K:]                                    # (B, K, S, D) each
         if kv_cache is not None:
             k, v = kv_cache.append(k, v)
@@ -230,16 +178,16 @@ class MultiHeadAttention(Module):
         proj, proj_kv, rope, attn, out = self._pop_cache()
         do, dW_o, db_o = linear_backward(dy, out)                            # (B, T, H·D)
         self._accumulate_pair("W_o", dW_o, "b_o", db_o)
-        dq, dk, dv = attention_backward(_split_heads(do, self.head_dim), attn)[:3]  # ALiBi: no gradient
+        dq, dk, dv = attention_backward(split_heads(do, self.head_dim), attn)[:3]  # ALiBi: no gradient
         if self.cross:
-            dx, dW_q, db_q = linear_backward(_merge_heads(dq), proj)         # (B, T, C)
+            dx, dW_q, db_q = linear_backward(merge_heads(dq), proj)         # (B, T, C)
             self._accumulate_pair("W_q", dW_q, "b_q", db_q)
-            dmemory, dW_kv, db_kv = linear_backward(_merge_heads(dk, dv), proj_kv)  # (B, S, C)
+            dmemory, dW_kv, db_kv = linear_backward(merge_heads(dk, dv), proj_kv)  # (B, S, C)
             self._accumulate_pair("W_kv", dW_kv, "b_kv", db_kv)
             return dx, dmemory
         if rope is not None:
             dq, dk = rope_backward(dq, rope), rope_backward(dk, rope)
-        dx, dW_qkv, db_qkv = linear_backward(_merge_heads(dq, dk, dv), proj)  # (B, T, C)
+        dx, dW_qkv, db_qkv = linear_backward(merge_heads(dq, dk, dv), proj)  # (B, T, C)
         self._accumulate_pair("W_qkv", dW_qkv, "b_qkv", db_qkv)
         return dx
 
@@ -309,27 +257,6 @@ class MultiHeadAttention(Module):
         return memory.shape[1]
 
 
-def _split_heads(h, D: int):
-    """(B, T, n·D) -> (B, n, T, D): a view, head i = columns i·D .. (i+1)·D - 1."""
-    B, T, _ = h.shape
-    return h.reshape(B, T, -1, D).transpose(0, 2, 1, 3)
-
-
-def _merge_heads(*parts):
-    """(B, n_i, T, D) arrays -> one (B, T, Σn_i·D) array: the heads side by side, in order.
-
-    The inverse of _split_heads (and of splitting the result into the parts): the
-    loop runs over the at most three parts (q, k, v), not over heads.
-    """
-    B, _, T, D = parts[0].shape
-    n = sum(p.shape[1] for p in parts)
-    merged = get_xp(parts[0]).empty((B, T, n * D), dtype=parts[0].dtype)  # (B, T, n·D)
-    heads = _split_heads(merged, D)                                        # (B, n, T, D) view
-    start = 0
-    for p in parts:
-        heads[:, start:start + p.shape[1]] = p
-        start += p.shape[1]
-    return merged
 
 
 def _memo(table: dict, key, build):

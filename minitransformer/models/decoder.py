@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend import default_rng
-from ..layers.attention import KVCache
+from ..layers.kv_cache import KVCache
 from ..layers.blocks import DecoderBlock
 from ..layers.lm_head import LMHead
 from ..layers.module import Module, ModuleList

@@ -10,33 +10,7 @@ gelu_forward, a mask figure calls causal_mask.
     masks.py         causal_table, key_padding_figure, attention_patterns
     attention.py     attention_map, attention_grid
     gradients.py     prenorm_vs_postnorm, gradcheck_errors
+    pretrained.py    the attention maps of a real pretrained model (all-MiniLM-L6-v2)
 
-``python -m minitransformer figures`` writes them all (cli_figures.py).
-
-The names load their file on first use, so the training command, which needs only
-``loss_curve``, does not import the rest.
+``python -m minitransformer figures`` writes them all (cli/figures.py).
 """
-from __future__ import annotations
-
-import importlib
-
-_WHERE = {
-    "loss_curve": "training", "lr_schedules": "training", "label_smoothing": "training",
-    "sinusoidal_encoding": "positions", "rope_figure": "positions",
-    "activation_curves": "activations", "gelu_difference": "activations",
-    "causal_table": "masks", "key_padding_figure": "masks", "attention_patterns": "masks",
-    "attention_map": "attention", "attention_grid": "attention",
-    "prenorm_vs_postnorm": "gradients", "gradcheck_errors": "gradients",
-}
-
-__all__ = sorted(_WHERE)
-
-
-def __getattr__(name):
-    if name in _WHERE:
-        return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_WHERE))

@@ -2,7 +2,7 @@
 hand-written backward passes agree with numerical differentiation.
 
     prenorm_vs_postnorm   ‖∂L/∂θ_l‖ of each block l, GPT with pre-norm and with post-norm
-    gradcheck_errors      the relative error of every checked tensor (gradcheck.py), log scale
+    gradcheck_errors      the relative error of every checked tensor (minitransformer/gradcheck), log scale
 """
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ import os
 
 import numpy as np
 
-from .backend import get_xp, to_numpy
+from ..backend import get_xp, to_numpy
 
 FIGURE_SENTENCE = "The cat sat on the mat because it was tired."
 SINK_SENTENCES = (
@@ -126,8 +126,8 @@ def pretrained_figures(out_dir, model_dir=None) -> list[str]:
     ``model_dir`` defaults to the installed package's files (pretrained.minilm_path());
     raises FileNotFoundError when there is none.
     """
-    from .pretrained import minilm_path
-    from .pretrained.bert import from_pretrained
+    from ..pretrained import minilm_path
+    from ..pretrained.bert import from_pretrained
 
     model, tokenizer = from_pretrained(model_dir if model_dir is not None else minilm_path())
     os.makedirs(out_dir, exist_ok=True)

@@ -1,15 +1,15 @@
-"""`python -m minitransformer gradcheck`: every backward against central differences.
+"""The standard gradient-check suite: every layer, a few losses and a whole GPT.
 
-Runs the public checker (gradcheck.py) in float64 on each layer with small random
-inputs and a random upstream gradient, prints one table per layer, and exits 1 if
-any tensor is NOT OK. The same calls are how a student checks their own layer.
+Used by ``python -m minitransformer gradcheck``, by the gradcheck figure and by
+benchmarks/gpu_check.py. It sits above models/ in the import order (it builds
+a GPT), so it is a module of its own, not part of the checker in __init__.py.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .backend import to_device
-from .gradcheck import check_module, check_pair
+from ..backend import to_device
+from . import check_module, check_pair
 
 
 def layer_checks(seed: int = 0, device: str = "cpu"):
@@ -19,16 +19,16 @@ def layer_checks(seed: int = 0, device: str = "cpu"):
     every module are moved there, so the checker perturbs device arrays
     (benchmarks/gpu_check.py runs the same list on CuPy).
     """
-    from .functional.softmax import log_softmax_backward, log_softmax_forward, softmax_backward, softmax_forward
-    from .functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
-    from .functional.attention import attention_backward, attention_forward
-    from .functional.masks import causal_mask
-    from .layers.activation import make_activation
-    from .layers.attention import MultiHeadAttention
-    from .layers.embedding import Embedding
-    from .layers.linear import Linear
-    from .layers.norm import LayerNorm, RMSNorm
-    from .models import GPT, GPTConfig
+    from ..functional.softmax import log_softmax_backward, log_softmax_forward, softmax_backward, softmax_forward
+    from ..functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
+    from ..functional.attention import attention_backward, attention_forward
+    from ..functional.masks import causal_mask
+    from ..layers.activation import make_activation
+    from ..layers.attention import MultiHeadAttention
+    from ..layers.embedding import Embedding
+    from ..layers.linear import Linear
+    from ..layers.norm import LayerNorm, RMSNorm
+    from ..models import GPT, GPTConfig
 
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((2, 5, 8))                                   # (B, T, C)
@@ -64,15 +64,3 @@ def layer_checks(seed: int = 0, device: str = "cpu"):
     checks.append(("GPT (whole model)", lambda: check_module(GPT(tiny, rng=seed, dtype=f64).to(device), gpt_ids,
                                                              seed=seed, tol=1e-6)))
     return checks
-
-
-def run_gradcheck(args) -> int:
-    failed = []
-    for name, thunk in layer_checks(args.seed):
-        result = thunk()
-        print(f"\n== {name}: max relative error {result.max_rel_error:.2e}")
-        print(result)
-        if not result.ok:
-            failed.append(name)
-    print(f"\n{'all layers OK' if not failed else 'NOT OK: ' + ', '.join(failed)}")
-    return 1 if failed else 0

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .backend import get_xp, to_numpy
+from ..backend import get_xp, to_numpy
 
 TINY = 1e-300       # keeps the relative error defined when both gradients are 0
 DEFAULT_TOL = 1e-7  # a correct float64 backward lands near 1e-9; a bug near 1

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .validate import (check_choice, check_generator, check_int, check_integer_ids, check_ndim,
+from ..validate import (check_choice, check_generator, check_int, check_integer_ids, check_ndim,
                        check_number, check_probability)
 
 IGNORE_INDEX = -100

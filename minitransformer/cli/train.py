@@ -13,10 +13,10 @@ import sys
 
 import numpy as np
 
-from .data import BOS, EOS, load_text, train_val_split
-from .models import GPT, Encoder, EncoderConfig, GPTConfig, Seq2Seq, Seq2SeqConfig
-from .tasks import LanguageModelTask, MaskedLMTask, SequenceTaskData
-from .train import TrainConfig, TrainingDiverged, train
+from ..training.data import BOS, EOS, load_text, train_val_split
+from ..models import GPT, Encoder, EncoderConfig, GPTConfig, Seq2Seq, Seq2SeqConfig
+from ..training.tasks import LanguageModelTask, MaskedLMTask, SequenceTaskData
+from ..training.loop import TrainConfig, TrainingDiverged, train
 
 SEQ_VOCAB = 16          # PAD, BOS, EOS and 13 symbols for the synthetic tasks
 SEQ_LENGTHS = (4, 12)   # source lengths of the synthetic tasks
@@ -86,10 +86,10 @@ def build(args):
 def _tokenize(args):
     text = load_text(args.data)
     if args.tokenizer == "bpe":
-        from .tokenizers import ByteBPETokenizer
+        from ..tokenizers import ByteBPETokenizer
         tokenizer = ByteBPETokenizer.train(text, args.vocab_size)
     else:
-        from .tokenizers import CharTokenizer
+        from ..tokenizers import CharTokenizer
         tokenizer = CharTokenizer.from_text(text)
     return tokenizer, np.asarray(tokenizer.encode(text), dtype=np.int64)
 
@@ -124,7 +124,7 @@ def run_train(args) -> int:
 
 
 def _plot_losses(result, path) -> None:
-    from .plots import loss_curve
+    from ..plots.training import loss_curve
     loss_curve(result.history, result.evals, path=path)
     print(f"loss curve: {path}")
 
@@ -133,8 +133,8 @@ def _report(model, task, meta, args) -> None:
     """What the trained model does: a text sample, or held-out accuracy."""
     model.eval()
     if meta["family"] == "gpt":
-        from .generate import generate
-        from .tokenizers import tokenizer_from_dict
+        from ..generation.generate import generate
+        from ..tokenizers import tokenizer_from_dict
         tok = tokenizer_from_dict(meta["tokenizer"])
         prompt = "The "
         ids = generate(model, np.asarray([tok.encode(prompt)]), max_new_tokens=200, strategy="sample",
@@ -151,7 +151,7 @@ def _report(model, task, meta, args) -> None:
 
 def sequence_accuracy(model, task) -> float:
     """Exact-match accuracy of greedy decoding on the task's held-out set."""
-    from .generate import greedy_seq2seq
+    from ..generation.generate import greedy_seq2seq
     src, lengths, _, tgt_out = task.val
     pred = greedy_seq2seq(model, src, max_len=tgt_out.shape[1], bos_id=BOS, eos_id=EOS)   # (N, T)
     target = np.where(tgt_out == -100, EOS, tgt_out)

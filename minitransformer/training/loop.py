@@ -28,8 +28,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .checkpoint import generator_state, load_checkpoint, save_checkpoint, set_generator_state
-from .functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
-from .optim import AdamW, clip_grad_norm, warmup_cosine_schedule
+from ..functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
+from ..optim import AdamW, clip_grad_norm, warmup_cosine_schedule
 from .perf import tune_malloc
 
 

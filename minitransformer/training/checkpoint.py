@@ -15,7 +15,7 @@ import zipfile
 
 import numpy as np
 
-from .backend import to_numpy
+from ..backend import to_numpy
 
 PARAM, OPTIM, META = "param/", "optim/", "meta.json"
 

@@ -17,8 +17,10 @@ import sys
 
 import numpy as np
 
-from .generate import STRATEGIES, generate
-from .validate import check_choice, check_int, check_number
+from ..generation import STRATEGIES, generate
+from ..models import GPT
+from ..training.load import FAMILIES, load_model
+from ..validate import check_choice, check_int, check_number
 
 
 def add_generate_arguments(p: argparse.ArgumentParser) -> None:
@@ -57,7 +59,10 @@ def run_generate(args) -> int:
 def _generate_text(args) -> tuple[str, str | None]:
     """(prompt + continuation, a note when the context cut generation short, or None)."""
     settings = _check_arguments(args)
-    model, tokenizer = load_gpt_checkpoint(args.checkpoint)
+    model, tokenizer = load_model(args.checkpoint)
+    if not isinstance(model, GPT):
+        family = next(name for name, (cls, _) in FAMILIES.items() if isinstance(model, cls))
+        raise ValueError(f"--checkpoint: expected a GPT checkpoint (family 'gpt'), got family {family!r}")
     try:
         ids = tokenizer.encode(args.prompt)
     except ValueError as e:
@@ -96,19 +101,3 @@ def _check_arguments(args) -> dict:
                 raise ValueError(f"{flag}: applies to --strategy sample only, got --strategy {args.strategy}")
     return settings
 
-
-def load_gpt_checkpoint(path):
-    """(model, tokenizer) from a GPT checkpoint; ValueError for another family or a bad file."""
-    from .checkpoint import load_checkpoint
-    from .models import GPT, GPTConfig
-    from .tokenizers import tokenizer_from_dict
-    params, _, meta = load_checkpoint(path)
-    family = meta.get("family")
-    if family != "gpt":
-        raise ValueError(f"--checkpoint: expected a GPT checkpoint (family 'gpt'), got family {family!r}")
-    for key in ("config", "tokenizer"):
-        if not isinstance(meta.get(key), dict):
-            raise ValueError(f"--checkpoint: {path} has no {key!r} entry; cannot rebuild the model")
-    model = GPT(GPTConfig.from_dict(meta["config"]), rng=0)
-    model.load_state_dict(params)
-    return model.eval(), tokenizer_from_dict(meta["tokenizer"])

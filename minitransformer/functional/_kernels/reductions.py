@@ -21,7 +21,7 @@ earlier minimum-of-30 run gave row_dot 0.26 ms ((a * b).sum(-1): 0.85 ms).
 The row reductions use einsum, not a BLAS product with a vector of ones (as fast,
 and col_sum does use it): einsum reduces each row on its own, in the same order
 whatever the rows around it, so a kernel run on blocks of rows
-(minitransformer/rowblocks.py) gives the very same bits as one run on the whole
+(functional/_kernels/rowblocks.py) gives the very same bits as one run on the whole
 array. A BLAS product groups rows into its own tiles, and its last bits change
 with the blocking.
 
@@ -32,7 +32,7 @@ so they broadcast back against their rows.
 """
 from __future__ import annotations
 
-from ..backend import get_xp
+from ...backend import get_xp
 
 
 def row_sum(a):

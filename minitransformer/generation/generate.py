@@ -50,10 +50,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .backend import device_of, to_device, to_numpy
-from .functional.softmax import log_softmax_forward, softmax_forward
-from .models import GPT, Seq2Seq
-from .validate import (check_choice, check_generator, check_int, check_integer_ids, check_ndim,
+from ..backend import device_of, to_device, to_numpy
+from ..functional.softmax import log_softmax_forward, softmax_forward
+from ..models import GPT, Seq2Seq
+from ..validate import (check_choice, check_generator, check_int, check_integer_ids, check_ndim,
                        check_number)
 
 STRATEGIES = ("greedy", "sample", "beam")

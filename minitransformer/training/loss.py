@@ -10,9 +10,9 @@ and a zero gradient.
 """
 from __future__ import annotations
 
-from .functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
-from .layers.module import Module
-from .validate import check_int, check_number
+from ..functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
+from ..layers.module import Module
+from ..validate import check_int, check_number
 
 
 class CrossEntropyLoss(Module):

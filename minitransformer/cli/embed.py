@@ -34,9 +34,9 @@ def add_embed_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_embed(args) -> int:
-    from .pretrained import minilm_path
-    from .pretrained.bert import from_pretrained
-    from .pretrained.sentence import cosine_similarity, embed
+    from ..pretrained import minilm_path
+    from ..pretrained.bert import from_pretrained
+    from ..pretrained.sentence import cosine_similarity, embed
 
     if not args.sentences:
         return _error('no sentences given: embed "first sentence" "second sentence" ...')

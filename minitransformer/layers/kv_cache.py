@@ -1,0 +1,65 @@
+"""The key/value cache of one attention layer, for incremental decoding.
+
+At generation step t a layer needs the keys and values of every earlier position.
+Recomputing them costs O(t) projections per step; the cache keeps them, so a step
+projects only the new token. ``MultiHeadAttention.forward(x, kv_cache=cache)``
+appends to it (self-attention) or fills it once with the projected memory
+(cross-attention).
+"""
+from __future__ import annotations
+
+from ..backend import get_xp
+
+
+class KVCache:
+    """The keys and values of the positions seen so far, for ONE attention layer.
+
+    ``k``, ``v``: (B, K, length, D) views of buffers that grow by doubling their
+    capacity, so appending one token copies only that token (amortised): plain
+    concatenation would copy the whole prefix at every step, O(S²) per sequence.
+    Self-attention appends every call (keys already rotated when RoPE is on);
+    cross-attention stores the projected memory on its first call.
+    """
+
+    def __init__(self):
+        self._k = None           # (B, K, capacity, D) buffer
+        self._v = None           # (B, K, capacity, Dv) buffer
+        self.length = 0          # positions held
+
+    @property
+    def k(self):
+        return None if self._k is None else self._k[:, :, :self.length]    # (B, K, length, D)
+
+    @property
+    def v(self):
+        return None if self._v is None else self._v[:, :, :self.length]    # (B, K, length, Dv)
+
+    def append(self, k_new, v_new):
+        """Append (B, K, T, D) keys and values; returns all keys and values, (B, K, length, D) views."""
+        if self._k is not None and (k_new.shape[:2] != self._k.shape[:2] or
+                                    k_new.shape[3] != self._k.shape[3] or k_new.dtype != self._k.dtype):
+            raise ValueError(f"kv_cache: holds keys (B, K, ·, D) = {tuple(self.k.shape)} {self._k.dtype}, "
+                             f"got new keys {tuple(k_new.shape)} {k_new.dtype}: use one cache per "
+                             "layer and per batch")
+        end = self.length + k_new.shape[2]
+        if self._k is None or end > self._k.shape[2]:
+            self._grow(k_new, v_new, max(end, 2 * self.length))
+        self._k[:, :, self.length:end] = k_new
+        self._v[:, :, self.length:end] = v_new
+        self.length = end
+        return self.k, self.v
+
+    def reorder(self, index) -> None:
+        """Keep batch rows ``index`` (an integer array), e.g. the surviving beams of a beam search."""
+        if self._k is not None:
+            self._k, self._v = self._k[index], self._v[index]
+
+    def _grow(self, k_new, v_new, capacity: int) -> None:
+        xp = get_xp(k_new)
+        B, K, _, D = k_new.shape
+        k_buf = xp.empty((B, K, capacity, D), dtype=k_new.dtype)
+        v_buf = xp.empty((B, K, capacity, v_new.shape[3]), dtype=v_new.dtype)
+        if self.length:
+            k_buf[:, :, :self.length] = self.k
+            v_buf[:, :, :self.length] = self.v
+        self._k, self._v = k_buf, v_buf

@@ -1,0 +1,13 @@
+"""Training support: the loop, the data and tasks it draws batches from, the loss
+Module, checkpoints (save, resume, load), and the process-wide allocator setting.
+
+    loop.py         TrainConfig, train(), TrainingDiverged
+    data.py         the default corpus, splits, random batches, MLM masking
+    tasks.py        what a model family trains on (LM, MLM, sequence tasks)
+    loss.py         CrossEntropyLoss, the Module around functional/cross_entropy
+    checkpoint.py   atomic .npz checkpoints
+    load.py         load_model(path) -> (model, tokenizer)
+    perf.py         tune_malloc()
+"""
+from .load import load_model
+from .loop import TrainConfig, TrainingDiverged, train

@@ -1,0 +1,35 @@
+"""Rebuild a trained model, and its tokenizer, from a checkpoint written by ``train``.
+
+    model, tokenizer = minitransformer.load("runs/gpt/checkpoint.npz")
+
+The checkpoint's JSON metadata names the model family ("gpt", "encoder",
+"seq2seq") and holds its config and tokenizer; the parameters are loaded into a
+model built from that config. The model comes back in eval mode (no dropout).
+"""
+from __future__ import annotations
+
+from ..models import GPT, Encoder, EncoderConfig, GPTConfig, Seq2Seq, Seq2SeqConfig
+from ..tokenizers import tokenizer_from_dict
+from .checkpoint import load_checkpoint
+
+FAMILIES = {"gpt": (GPT, GPTConfig), "encoder": (Encoder, EncoderConfig), "seq2seq": (Seq2Seq, Seq2SeqConfig)}
+
+
+def load_model(path):
+    """(model in eval mode, tokenizer or None) from the checkpoint at ``path``.
+
+    The tokenizer is None for a checkpoint trained on token ids directly (the
+    seq2seq copy/reverse/sort tasks). ValueError names what the file lacks.
+    """
+    params, _, meta = load_checkpoint(path)
+    family = meta.get("family")
+    if family not in FAMILIES:
+        raise ValueError(f"path: expected a checkpoint of family {' / '.join(FAMILIES)}, "
+                         f"got family {family!r} in {path}")
+    if not isinstance(meta.get("config"), dict):
+        raise ValueError(f"path: {path} has no 'config' entry; cannot rebuild the model")
+    model_class, config_class = FAMILIES[family]
+    model = model_class(config_class.from_dict(meta["config"]), rng=0)
+    model.load_state_dict(params)
+    tokenizer = tokenizer_from_dict(meta["tokenizer"]) if isinstance(meta.get("tokenizer"), dict) else None
+    return model.eval(), tokenizer
