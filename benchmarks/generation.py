@@ -56,7 +56,7 @@ def main(argv=None) -> None:
         print(json.dumps({"benchmark": "generation", "mode": mode, "tokens_per_s": round(n / seconds, 1),
                           "seconds": round(seconds, 4), "new_tokens": n, "prompt_tokens": PROMPT_TOKENS,
                           "batch": 1, "dtype": "float32", "block_size": config.block_size,
-                          "n_layer": config.n_layer, "n_embd": config.n_embd, "strategy": "greedy",
+                          "n_layer": config.n_layer, "d_model": config.d_model, "strategy": "greedy",
                           "machine": platform.machine(), "numpy": np.__version__}))
     if not np.array_equal(tokens["kv_cache"], tokens["no_cache"]):
         raise SystemExit("error: the cached and the uncached runs chose different tokens")

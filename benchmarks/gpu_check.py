@@ -232,7 +232,7 @@ def time_config(name: str, device: str, steps: int, warmup: int) -> dict:
     L, H, C, T, B = CONFIGS[name]
     median = float(np.median(ms))
     params_bytes = sum(int(p.nbytes) for _, p, _ in twin.model.parameters())
-    line = {"config": name, "n_layer": L, "n_head": H, "n_embd": C, "block_size": T, "batch": B,
+    line = {"config": name, "n_layer": L, "n_head": H, "d_model": C, "block_size": T, "batch": B,
             "steps": steps, "warmup": warmup, "ms_median": round(median, 3), "ms_min": round(min(ms), 3),
             "tokens_per_s": round(B * T / median * 1e3), "params_mb": round(4 * params_bytes / 2**20, 1)}
     if pool is not None:

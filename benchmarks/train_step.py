@@ -45,7 +45,7 @@ import subprocess
 import sys
 import time
 
-CONFIGS = {  # name: (n_layer, n_head, n_embd, block_size, batch)
+CONFIGS = {  # name: (n_layer, n_head, d_model, block_size, batch)
     "a": (4, 4, 128, 64, 12),
     "b": (4, 4, 128, 128, 32),
     "c": (6, 6, 384, 256, 16),
@@ -71,9 +71,9 @@ def build(name: str, seed: int = 0):
     from minitransformer.training.loop import TrainConfig, make_optimizer
 
     L, H, C, T, B = CONFIGS[name]
-    config = GPTConfig(vocab_size=VOCAB, block_size=T, n_layer=L, n_head=H, n_embd=C,
+    config = GPTConfig(vocab_size=VOCAB, block_size=T, n_layer=L, n_head=H, d_model=C,
                        activation="gelu_tanh", position="learned", norm_position="pre",
-                       tie_weights=True, dropout=0.0)
+                       tie_weights=True, p_drop=0.0)
     model = GPT(config, rng=seed)
     task, rng = make_task(name, seed)
     cfg = TrainConfig(lr=1e-3, betas=(0.9, 0.99), weight_decay=0.1, grad_clip=1.0)
@@ -127,7 +127,7 @@ def measure(name: str, steps: int, warmup: int) -> dict:
     L, H, C, T, B = CONFIGS[name]
     params_bytes = sum(p.nbytes for _, p, _ in model.parameters())
     med = float(np.median(ms))
-    return {"config": name, "n_layer": L, "n_head": H, "n_embd": C, "block_size": T, "batch": B,
+    return {"config": name, "n_layer": L, "n_head": H, "d_model": C, "block_size": T, "batch": B,
             "steps": steps, "ms_median": round(med, 2), "ms_min": round(float(ms.min()), 2),
             "ms_max": round(float(ms.max()), 2), "tokens_per_s": round(B * T / med * 1e3),
             "gemm_ms": round(gemm_ms, 2), "gemm_calls": gemm_calls, "gemv_ms": round(gemv_ms, 2),

@@ -53,7 +53,7 @@ B, T, C, H = 1, len(tokens), 8, 2
 D = C // H
 rng = np.random.default_rng(0)
 x = rng.standard_normal((B, T, C))                         # (B, T, C) stand-in word vectors
-mha = MultiHeadAttention(C, H, rng=0, std=0.5).astype(np.float64)
+mha = MultiHeadAttention(C, H, rng=0, init_std=0.5).astype(np.float64)
 y = mha.forward(x)                                         # (B, T, C)
 
 qkv, _ = linear_forward(x, mha.W_qkv, mha.b_qkv)           # (B, T, 3C) = [Q | K | V]
@@ -87,7 +87,7 @@ for i, t in enumerate(tokens):
     print(t.ljust(width + 4) + "".join(("✓" if mask[i, j] else "✗").center(width) for j in range(T)))
 causal_table(tokens, path=OUT / "02_causal_table.png")
 
-causal = MultiHeadAttention(C, H, causal=True, rng=0, std=0.5).astype(np.float64)
+causal = MultiHeadAttention(C, H, causal=True, rng=0, init_std=0.5).astype(np.float64)
 y_causal = causal.forward(x)
 P = causal.attention_probs()                               # (B, H, T, T)
 print("head 0 attention with the causal mask (rows: queries):\n", P[0, 0])
@@ -158,7 +158,7 @@ print("weights:\n", c1.probs[0, 0], "\noutput of the query with no key:", o1[0, 
 src_tokens = ["je", "suis", "un", "étudiant", "."]
 tgt_tokens = ["<s>", "I", "am"]
 Tq, Sk = len(tgt_tokens), len(src_tokens)
-cross = MultiHeadAttention(C, H, cross=True, rng=1, std=0.5).astype(np.float64)
+cross = MultiHeadAttention(C, H, cross=True, rng=1, init_std=0.5).astype(np.float64)
 x_dec = rng.standard_normal((2, Tq, C))                    # (B, T, C) decoder states
 memory = rng.standard_normal((2, Sk, C))                   # (B, S, C) encoder output
 src_real = np.array([[True] * 5, [True, True, True, False, False]])   # (B, S) sequence 1 has 3 tokens
@@ -175,7 +175,7 @@ attention_map(P_cross[0, 0], tgt_tokens, src_tokens,
 # float64, for the decoder states, the memory and every parameter:
 
 # %%
-small = MultiHeadAttention(4, 2, cross=True, rng=2, std=0.5).astype(np.float64)
+small = MultiHeadAttention(4, 2, cross=True, rng=2, init_std=0.5).astype(np.float64)
 x_small = rng.standard_normal((2, 3, 4))
 m_small = rng.standard_normal((2, 5, 4))
 result = check_module(small, x_small, m_small, seed=0,

@@ -167,7 +167,7 @@ print("Σ_c dx ⊙ xhat, row 0:", along_xhat[0, 0, 0], "| from the ε formula:",
 # agrees with central differences.
 
 # %%
-ffn = FeedForward(C, 4 * C, "gelu", rng=0, std=0.3).astype(np.float64)
+ffn = FeedForward(C, 4 * C, "gelu", rng=0, init_std=0.3).astype(np.float64)
 block = Residual(ffn, LayerNorm(C).astype(np.float64), Dropout(0.0), "pre")
 W_2 = ffn.fc_out.W.copy()                                  # kept, to put back below
 ffn.fc_out.W[...] = 0.0                                    # F(·) = 0: only the identity is left
@@ -233,7 +233,7 @@ fig.savefig(OUT / "03_residual_gradient.png", dpi=100)
 # permuting the positions permutes the outputs.
 
 # %%
-f = FeedForward(C, 4 * C, "relu", rng=3, std=0.3).astype(np.float64)
+f = FeedForward(C, 4 * C, "relu", rng=3, init_std=0.3).astype(np.float64)
 out_all = f.forward(x)                                     # (B, T, C)
 out_each = np.concatenate([f.forward(x[:, t:t + 1]) for t in range(T)], axis=1)   # T separate calls
 perm = np.array([2, 0, 1])

@@ -49,7 +49,7 @@ np.set_printoptions(precision=4, suppress=True)
 T, C = 5, 8
 rng = np.random.default_rng(0)
 x = rng.standard_normal((1, T, C))                         # (B, T, C) token vectors, no positions
-attn = MultiHeadAttention(C, 2, rng=0, std=0.5).astype(np.float64)
+attn = MultiHeadAttention(C, 2, rng=0, init_std=0.5).astype(np.float64)
 perm = np.array([3, 0, 4, 1, 2])
 y = attn.forward(x)
 y_perm = attn.forward(x[:, perm])
@@ -143,7 +143,7 @@ sinusoidal_encoding(path=OUT / "04_sinusoidal.png")
 # table has `max_len` rows and a longer sequence is an error.
 
 # %%
-learned = LearnedPositionEmbedding(max_len=8, d=4, rng=0).astype(np.float64)
+learned = LearnedPositionEmbedding(max_len=8, d_model=4, rng=0).astype(np.float64)
 P = learned.forward(5)                                     # (T, C) rows 0..4
 learned.backward(np.ones_like(P))                          # dP: every used row gets a gradient
 print("rows with a gradient:", np.flatnonzero(np.abs(learned.grads["W"]).sum(axis=1)))

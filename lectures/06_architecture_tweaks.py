@@ -19,7 +19,7 @@
 # | norm | LayerNorm | RMSNorm (T5, LLaMA) | `norm` |
 # | norm placement | after the residual sum (post) | before the sublayer (pre) | `norm_position` |
 # | key/value heads | one per query head | shared by a group (GQA), or one (MQA) | `n_kv_head` |
-# | attention span | all previous tokens | a sliding window (Mistral) | `attention_window` |
+# | attention span | all previous tokens | a sliding window (Mistral) | `window` |
 # | output matrix | separate | tied to the token embeddings | `tie_weights` |
 
 # %%
@@ -163,7 +163,7 @@ n_layer = 6 if FAST else 12
 norms = {}
 for std in (0.02, 0.25):
     for position in ("pre", "post"):
-        config = GPTConfig(vocab_size=64, block_size=32, n_layer=n_layer, n_head=4, n_embd=64,
+        config = GPTConfig(vocab_size=64, block_size=32, n_layer=n_layer, n_head=4, d_model=64,
                            norm_position=position, init_std=std)
         model = GPT(config, rng=0, dtype=np.float64)
         batch_rng = np.random.default_rng(1)
@@ -221,7 +221,7 @@ lm_task = LanguageModelTask(train_ids, val_ids, block_size=32, batch_size=16)
 gqa_steps = 15 if FAST else 300
 gqa = {}
 for n_kv in (4, 2, 1):
-    config = GPTConfig(vocab_size=tokenizer.vocab_size, block_size=32, n_layer=2, n_head=4, n_embd=64,
+    config = GPTConfig(vocab_size=tokenizer.vocab_size, block_size=32, n_layer=2, n_head=4, d_model=64,
                        n_kv_head=n_kv)
     model = GPT(config, rng=0)
     attn_params = sum(p.size for name, p, _ in model.parameters() if ".attn.sublayer." in name)
@@ -258,7 +258,7 @@ for i in range(T_win):
     print(f"query {i}: " + " ".join("✓" if window[i, j] else "·" for j in range(T_win)))
 attention_patterns(path=OUT / "06_attention_patterns.png")
 
-config = GPTConfig(vocab_size=32, block_size=T_win, n_layer=2, n_head=2, n_embd=16, attention_window=w)
+config = GPTConfig(vocab_size=32, block_size=T_win, n_layer=2, n_head=2, d_model=16, window=w)
 windowed = GPT(config, rng=0, dtype=np.float64)
 windowed.eval()
 ids = np.random.default_rng(2).integers(0, 32, (1, T_win))
@@ -284,8 +284,8 @@ reach = config.n_layer * (w - 1)                           # 2 · (3 - 1) = 4
 # model that holds the same numbers in two separate matrices.
 
 # %%
-tied_config = GPTConfig(vocab_size=32, block_size=8, n_layer=1, n_head=2, n_embd=16, tie_weights=True)
-untied_config = GPTConfig(vocab_size=32, block_size=8, n_layer=1, n_head=2, n_embd=16, tie_weights=False)
+tied_config = GPTConfig(vocab_size=32, block_size=8, n_layer=1, n_head=2, d_model=16, tie_weights=True)
+untied_config = GPTConfig(vocab_size=32, block_size=8, n_layer=1, n_head=2, d_model=16, tie_weights=False)
 tied = GPT(tied_config, rng=0, dtype=np.float64)
 untied = GPT(untied_config, rng=0, dtype=np.float64)
 state = tied.state_dict()                                  # the tied matrix appears once, as embed.tok.W

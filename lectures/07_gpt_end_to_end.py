@@ -69,13 +69,13 @@ print("a sample of the text:", repr(text[10000:10120]))
 
 # %%
 if FAST:
-    config = GPTConfig(vocab_size=V, block_size=32, n_layer=2, n_head=4, n_embd=32)
+    config = GPTConfig(vocab_size=V, block_size=32, n_layer=2, n_head=4, d_model=32)
     steps, batch_size, lr = 30, 8, 3e-3
 else:
-    config = GPTConfig(vocab_size=V, block_size=64, n_layer=4, n_head=4, n_embd=128)
+    config = GPTConfig(vocab_size=V, block_size=64, n_layer=4, n_head=4, d_model=128)
     steps, batch_size, lr = 1000, 12, 1e-3
 model = GPT(config, rng=0)
-C, T_max, L = config.n_embd, config.block_size, config.n_layer
+C, T_max, L = config.d_model, config.block_size, config.n_layer
 by_hand = V * C + T_max * C + L * (4 * C + (3 * C * C + 3 * C) + (C * C + C) + (4 * C * C + 4 * C)
                                    + (4 * C * C + C)) + 2 * C
 print(f"{model.num_parameters():,} parameters (by hand: {by_hand:,})")

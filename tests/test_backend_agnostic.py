@@ -232,12 +232,12 @@ def _two_steps(make_model, forward, batches, dtype):
             assert p.dtype == dtype
 
 
-SMALL = dict(vocab_size=11, block_size=6, n_layer=2, n_head=2, n_embd=8, d_ff=16)
+SMALL = dict(vocab_size=11, block_size=6, n_layer=2, n_head=2, d_model=8, d_ff=16)
 GPT_VARIANTS = [
     dict(),                                                         # GPT-2: pre-norm, tanh GELU, learned
-    dict(norm="rmsnorm", activation="swiglu", position="rope", n_kv_head=1, attention_window=3),
-    dict(norm_position="post", activation="geglu", position="alibi", dropout=0.2, tie_weights=False),
-    dict(activation="relu", position="sinusoidal", dropout=0.1),
+    dict(norm="rmsnorm", activation="swiglu", position="rope", n_kv_head=1, window=3),
+    dict(norm_position="post", activation="geglu", position="alibi", p_drop=0.2, tie_weights=False),
+    dict(activation="relu", position="sinusoidal", p_drop=0.1),
 ]
 
 
@@ -260,7 +260,7 @@ def test_gpt_generation_with_a_decoder_cache():
 
 
 def test_encoder_mlm_training_steps():
-    cfg = EncoderConfig(**SMALL, type_vocab_size=2, dropout=0.1)
+    cfg = EncoderConfig(**SMALL, type_vocab_size=2, p_drop=0.1)
     rng = np.random.default_rng(0)
     mask = np.array([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]])
     labels = np.where(rng.random((2, 6)) < 0.4, rng.integers(0, 11, (2, 6)), -100)
@@ -270,7 +270,7 @@ def test_encoder_mlm_training_steps():
 
 
 def test_seq2seq_training_steps():
-    cfg = Seq2SeqConfig(**SMALL, dropout=0.1)
+    cfg = Seq2SeqConfig(**SMALL, p_drop=0.1)
     rng = np.random.default_rng(0)
     src = np.array([[3, 4, 5, 6, 0, 0], [7, 8, 9, 10, 3, 4]])             # 0 = padding
     tgt = rng.integers(1, 11, (2, 5))

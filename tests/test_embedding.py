@@ -36,7 +36,7 @@ def test_embedding_pair_gradient_with_repeated_ids(lead, V, C, seed):
 
 @given(V=st.sampled_from([5, 200]), seed=seeds)
 def test_embedding_module_gradients_and_accumulation(V, seed):
-    layer = Embedding(V, 3, rng=seed, std=1.0).astype(np.float64)
+    layer = Embedding(V, 3, rng=seed, init_std=1.0).astype(np.float64)
     ids = integer_ids(seed, (2, 5), 4)                       # ids < 4: repeated
     result = check_module(layer, ids, seed=seed, tol=TOL)
     assert result.ok, str(result)

@@ -23,11 +23,11 @@ from strategies import integer_ids, seeds
 F64 = np.float64
 LOGIT_TOL = 1e-12
 # init_std 0.4: peaked distributions, so the strategies make different, meaningful choices.
-TINY = dict(vocab_size=11, block_size=10, n_layer=2, n_head=4, n_embd=16, d_ff=24, init_std=0.4)
+TINY = dict(vocab_size=11, block_size=10, n_layer=2, n_head=4, d_model=16, d_ff=24, init_std=0.4)
 decoder_variants = st.fixed_dictionaries({
     "position": st.sampled_from(["learned", "sinusoidal", "rope", "alibi", "none"]),
     "n_kv_head": st.sampled_from([None, 2, 1]),             # MHA, grouped-query, multi-query
-    "attention_window": st.sampled_from([None, 3]),
+    "window": st.sampled_from([None, 3]),
     "norm_position": st.sampled_from(["pre", "post"]),
 })
 
@@ -247,7 +247,7 @@ def test_samples_follow_the_probabilities_and_skip_zero_ones():
 
 # ----------------------------------------------------------- bookkeeping and errors
 def test_generation_runs_in_eval_mode_and_leaves_no_caches():
-    model = tiny_gpt(8, dropout=0.5).train()
+    model = tiny_gpt(8, p_drop=0.5).train()
     prompt = integer_ids(8, (2, 2), TINY["vocab_size"])
     a, b = generate(model, prompt, 5), generate(model, prompt, 5)
     np.testing.assert_array_equal(a, b)                              # no dropout while generating
@@ -316,11 +316,11 @@ def checkpoints(tmp_path_factory):
     """A tiny GPT checkpoint over the characters of "hello world", and a seq2seq one."""
     folder = tmp_path_factory.mktemp("ckpt")
     tok = CharTokenizer.from_text("hello world")
-    cfg = GPTConfig(vocab_size=tok.vocab_size, block_size=12, n_layer=1, n_head=2, n_embd=8)
+    cfg = GPTConfig(vocab_size=tok.vocab_size, block_size=12, n_layer=1, n_head=2, d_model=8)
     gpt_path, s2s_path = folder / "gpt.npz", folder / "s2s.npz"
     save_checkpoint(gpt_path, GPT(cfg, rng=0), meta={"family": "gpt", "config": cfg.to_dict(),
                                                      "tokenizer": tok.to_dict()})
-    s2s_cfg = Seq2SeqConfig(vocab_size=8, block_size=6, n_layer=1, n_head=2, n_embd=8)
+    s2s_cfg = Seq2SeqConfig(vocab_size=8, block_size=6, n_layer=1, n_head=2, d_model=8)
     save_checkpoint(s2s_path, Seq2Seq(s2s_cfg, rng=0), meta={"family": "seq2seq", "config": s2s_cfg.to_dict()})
     (folder / "corrupt.npz").write_bytes(b"not a zip file")
     return folder

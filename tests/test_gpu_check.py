@@ -25,7 +25,7 @@ from train_step import VOCAB  # noqa: E402
 
 from minitransformer.gradcheck.suite import layer_checks  # noqa: E402
 
-TINY = (1, 2, 16, 8, 2)      # n_layer, n_head, n_embd, block_size, batch
+TINY = (1, 2, 16, 8, 2)      # n_layer, n_head, d_model, block_size, batch
 
 
 @pytest.fixture

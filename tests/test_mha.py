@@ -4,7 +4,7 @@ grouped-query heads, the KV cache, and errors.
 Tolerances: gradient checks 1e-7 (float64 central differences land near 1e-9 for a
 correct backward, near 1 for a wrong one); float64 comparisons of two computations
 of the same function 1e-12 (sums in another order: a few ulps of O(1) values).
-std=0.5 in the gradient checks: with the default 0.02 every score is near 0 and
+init_std=0.5 in the gradient checks: with the default 0.02 every score is near 0 and
 the softmax near uniform, which would leave most of its gradient untested.
 """
 import numpy as np
@@ -22,7 +22,7 @@ layouts = st.sampled_from(["interleaved", "half"])
 
 
 def mha(C, H, seed=0, **kw):
-    return MultiHeadAttention(C, H, rng=seed, std=0.5, **kw).astype(np.float64)
+    return MultiHeadAttention(C, H, rng=seed, init_std=0.5, **kw).astype(np.float64)
 
 
 @st.composite
@@ -182,7 +182,7 @@ def test_grouped_query_equals_mha_with_repeated_kv_weights(seed, KH):
 
 
 def test_parameters_and_initialisation():
-    layer = MultiHeadAttention(64, 4, n_kv_head=2, rng=0, std=0.02, out_std=0.005)
+    layer = MultiHeadAttention(64, 4, n_kv_head=2, rng=0, init_std=0.02, out_std=0.005)
     assert {k: v.shape for k, v in layer.params.items()} == {
         "W_qkv": (64, (4 + 2 * 2) * 16), "b_qkv": (128,), "W_o": (64, 64), "b_o": (64,)}
     assert layer.W_qkv.std() == pytest.approx(0.02, rel=0.05)      # 8192 draws: ~1% sampling error

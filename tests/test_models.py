@@ -27,22 +27,22 @@ variants = st.fixed_dictionaries({
 # nearly uniform, the Q/K gradients are ~1e-4, and float64 round-off in the
 # objective (~1e-9) would read as a 1e-5 relative error. Larger weights make the
 # check well conditioned, so it measures the backward and not the noise.
-TINY = dict(vocab_size=7, block_size=6, n_layer=2, n_head=2, n_embd=8, d_ff=12, init_std=0.4)
+TINY = dict(vocab_size=7, block_size=6, n_layer=2, n_head=2, d_model=8, d_ff=12, init_std=0.4)
 
 
 @settings(max_examples=8)
-@given(v=variants, tie=st.booleans(), dropout=st.sampled_from([0.0, 0.2]), seed=seeds)
-def test_gpt_gradients_every_variant(v, tie, dropout, seed):
-    model = GPT(GPTConfig(**TINY, **v, tie_weights=tie, dropout=dropout), rng=seed % 1000, dtype=F64)
+@given(v=variants, tie=st.booleans(), p_drop=st.sampled_from([0.0, 0.2]), seed=seeds)
+def test_gpt_gradients_every_variant(v, tie, p_drop, seed):
+    model = GPT(GPTConfig(**TINY, **v, tie_weights=tie, p_drop=p_drop), rng=seed % 1000, dtype=F64)
     ids = np.random.default_rng(seed).integers(0, 7, (2, 5))
     result = check_module(model, ids, seed=seed, max_coords=12, tol=TOL)
     assert result.ok, str(result)
 
 
 @settings(max_examples=6)
-@given(v=variants, types=st.sampled_from([0, 2]), dropout=st.sampled_from([0.0, 0.2]), seed=seeds)
-def test_encoder_gradients_every_variant_and_head(v, types, dropout, seed):
-    cfg = EncoderConfig(**TINY, **v, type_vocab_size=types, n_classes=3, dropout=dropout)
+@given(v=variants, types=st.sampled_from([0, 2]), p_drop=st.sampled_from([0.0, 0.2]), seed=seeds)
+def test_encoder_gradients_every_variant_and_head(v, types, p_drop, seed):
+    cfg = EncoderConfig(**TINY, **v, type_vocab_size=types, n_classes=3, p_drop=p_drop)
     model = Encoder(cfg, rng=seed % 1000, dtype=F64)
     rng = np.random.default_rng(seed)
     ids = rng.integers(0, 7, (2, 5))
@@ -53,9 +53,9 @@ def test_encoder_gradients_every_variant_and_head(v, types, dropout, seed):
 
 
 @settings(max_examples=6)
-@given(v=variants, shared=st.booleans(), dropout=st.sampled_from([0.0, 0.2]), seed=seeds)
-def test_seq2seq_gradients_every_variant(v, shared, dropout, seed):
-    cfg = Seq2SeqConfig(**TINY, **v, shared_embeddings=shared, dropout=dropout,
+@given(v=variants, shared=st.booleans(), p_drop=st.sampled_from([0.0, 0.2]), seed=seeds)
+def test_seq2seq_gradients_every_variant(v, shared, p_drop, seed):
+    cfg = Seq2SeqConfig(**TINY, **v, shared_embeddings=shared, p_drop=p_drop,
                         src_vocab_size=None if shared else 9)
     model = Seq2Seq(cfg, rng=seed % 1000, dtype=F64)
     rng = np.random.default_rng(seed)
@@ -82,7 +82,7 @@ def test_tied_gradient_is_the_sum_of_both_paths():
 
 
 def _five_steps(seed):
-    model = GPT(GPTConfig(**TINY, dropout=0.1), rng=seed, dtype=F64)
+    model = GPT(GPTConfig(**TINY, p_drop=0.1), rng=seed, dtype=F64)
     opt = AdamW(model.parameters(), 1e-2)
     rng = np.random.default_rng(seed)
     losses = []
@@ -124,13 +124,13 @@ def test_token_ids_are_validated_at_the_entrance():
 
 
 @pytest.mark.parametrize("field, value, message", [
-    ("n_head", 3, "n_embd: expected a multiple of n_head"),
+    ("n_head", 3, "d_model: expected a multiple of n_head"),
     ("norm", "batchnorm", "norm: expected one of"),
     ("activation", "tanh", "activation: expected one of"),
     ("position", "absolute", "position: expected one of"),
     ("n_kv_head", 3, "n_kv_head: expected a divisor"),
-    ("dropout", 1.0, "dropout: expected a probability"),
-    ("n_layer", 0, "n_layer: expected a positive integer"),
+    ("p_drop", 1.0, "p_drop: expected a probability"),
+    ("n_layer", 0, r"n_layer: expected an integer in \[1, inf\]"),
 ])
 def test_config_errors_name_the_field(field, value, message):
     with pytest.raises(ValueError, match=message):
@@ -139,7 +139,7 @@ def test_config_errors_name_the_field(field, value, message):
 
 def test_release_caches_frees_every_module_below():
     """After release_caches no module keeps a cache, so a backward is a clear error, not stale math."""
-    model = GPT(GPTConfig(vocab_size=11, block_size=6, n_layer=2, n_head=2, n_embd=8), rng=0)
+    model = GPT(GPTConfig(vocab_size=11, block_size=6, n_layer=2, n_head=2, d_model=8), rng=0)
     logits = model.forward(np.zeros((2, 6), dtype=np.int64))
     assert any(m._cache is not None for _, m in model.named_modules())
     model.release_caches()

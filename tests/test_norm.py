@@ -19,7 +19,7 @@ features = st.integers(3, 6)
 # checker's fixed step h = 1e-6, inputs at 1e-3 give truncation errors ~(h/scale)² = 1e-6.
 # The regime where eps matters is reached instead with eps up to 1 (eps/σ² from 1e-5 to 100).
 norm_scales = st.sampled_from([0.1, 1.0, 3.0])
-norm_eps = st.sampled_from([1e-5, 1e-2, 1.0])
+epsilons = st.sampled_from([1e-5, 1e-2, 1.0])
 # The checker draws its upstream gradient g from `seed`, so the data use seed + 1, ...:
 # were x drawn from the same stream, g would equal x (up to shift and scale), a direction
 # a norm ignores; dx would be ~eps/σ² and the check would compare round-off.
@@ -32,7 +32,7 @@ def _row_params(seed, lead):
 
 
 # ----------------------------------------------------------------- gradient checks
-@given(lead=shapes(min_dims=1, max_dims=3, max_side=4), C=features, scale=norm_scales, eps=norm_eps,
+@given(lead=shapes(min_dims=1, max_dims=3, max_side=4), C=features, scale=norm_scales, eps=epsilons,
        seed=seeds)
 def test_layernorm_pair_gradients(lead, C, scale, eps, seed):
     inputs = {"x": normal_array(seed + 1, lead + (C,), scale) + 0.5,
@@ -41,7 +41,7 @@ def test_layernorm_pair_gradients(lead, C, scale, eps, seed):
     assert result.ok, str(result)
 
 
-@given(lead=shapes(min_dims=1, max_dims=3, max_side=4), C=features, scale=norm_scales, eps=norm_eps,
+@given(lead=shapes(min_dims=1, max_dims=3, max_side=4), C=features, scale=norm_scales, eps=epsilons,
        seed=seeds)
 def test_rmsnorm_pair_gradients(lead, C, scale, eps, seed):
     inputs = {"x": normal_array(seed + 1, lead + (C,), scale), "gamma": normal_array(seed + 2, (C,))}

@@ -28,7 +28,7 @@ from minitransformer.plots.masks import dilated_window_mask, global_window_mask
 from strategies import normal_array
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-TINY = GPTConfig(vocab_size=13, block_size=8, n_layer=2, n_head=2, n_embd=8)
+TINY = GPTConfig(vocab_size=13, block_size=8, n_layer=2, n_head=2, d_model=8)
 
 
 def assert_png(path):
@@ -229,7 +229,7 @@ def test_attention_grid_collects_causal_distributions_and_leaves_the_model_clean
 
 
 def test_collect_attention_uses_eval_mode_and_is_repeatable():
-    model = GPT(GPTConfig(**{**TINY.to_dict(), "dropout": 0.5}), rng=0)
+    model = GPT(GPTConfig(**{**TINY.to_dict(), "p_drop": 0.5}), rng=0)
     ids = np.array([[3, 1, 4, 1, 5]])
     np.testing.assert_array_equal(collect_attention(model, ids), collect_attention(model, ids))
 

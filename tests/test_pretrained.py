@@ -161,8 +161,8 @@ def test_config_translation_and_tokenizer_settings(tmp_path):
                                  sentence_cfg={"max_seq_length": 10})
     model, tok = from_pretrained(directory)
     c = model.config
-    assert (c.activation, c.norm_position, c.norm_eps, c.block_size) == ("gelu_tanh", "post", 1e-12, 16)
-    assert c.dropout == 0
+    assert (c.activation, c.norm_position, c.eps, c.block_size) == ("gelu_tanh", "post", 1e-12, 16)
+    assert c.p_drop == 0
     assert (c.mlm_head, c.n_classes, c.type_vocab_size, model.training) == (False, 0, 2, False)
     assert model.embed.tok.W.dtype == np.float32
     assert tok.max_length == 10                    # sentence_bert_config.json's max_seq_length
@@ -216,7 +216,7 @@ def test_unexpected_tensors_are_listed_but_pooler_and_position_ids_are_not(tmp_p
     ({"hidden_act": "swish"}, r"hidden_act: expected one of"),
     ({"position_embedding_type": "relative_key"}, r"position_embedding_type: expected 'absolute'"),
     ({"model_type": "roberta"}, r"model_type: expected 'bert'"),
-    ({"hidden_size": 9}, r"n_embd: expected a multiple of n_head"),
+    ({"hidden_size": 9}, r"d_model: expected a multiple of n_head"),
 ])
 def test_unsupported_config_is_a_clear_error(tmp_path, change, message):
     with pytest.raises(ValueError, match=message):

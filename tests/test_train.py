@@ -9,7 +9,7 @@ from minitransformer.models import GPT, GPTConfig, Seq2Seq, Seq2SeqConfig
 from minitransformer.training.tasks import LanguageModelTask, SequenceTaskData
 from minitransformer.training.loop import TrainConfig, TrainingDiverged, train
 
-CFG = GPTConfig(vocab_size=11, block_size=8, n_layer=1, n_head=2, n_embd=16, dropout=0.1)
+CFG = GPTConfig(vocab_size=11, block_size=8, n_layer=1, n_head=2, d_model=16, p_drop=0.1)
 
 
 def _task():
@@ -32,7 +32,7 @@ def test_resume_after_interrupt_gives_the_same_losses(tmp_path):
 
 
 def test_seq2seq_resume_is_exact_too(tmp_path):
-    cfg = Seq2SeqConfig(vocab_size=8, block_size=8, n_layer=1, n_head=2, n_embd=16, dropout=0.1)
+    cfg = Seq2SeqConfig(vocab_size=8, block_size=8, n_layer=1, n_head=2, d_model=16, p_drop=0.1)
     task = SequenceTaskData("reverse", 8, (2, 5), batch_size=4, n_val=8)
     ckpt = str(tmp_path / "s2s.npz")
     whole = train(Seq2Seq(cfg, rng=1), task, _cfg(), log=lambda s: None)
@@ -54,7 +54,7 @@ def test_a_non_finite_loss_stops_before_touching_the_weights():
 def test_loss_goes_down_on_a_learnable_stream():
     ids = np.tile(np.arange(11), 40)                  # a deterministic cycle: perfectly predictable
     task = LanguageModelTask(ids[:350], ids[350:], block_size=8, batch_size=8)
-    result = train(GPT(GPTConfig(**{**CFG.to_dict(), "dropout": 0.0}), rng=0), task,
+    result = train(GPT(GPTConfig(**{**CFG.to_dict(), "p_drop": 0.0}), rng=0), task,
                    _cfg(steps=200, lr=1e-2, min_lr=1e-3, warmup_steps=10), log=lambda s: None)
     assert result.final_val_loss < 0.2 < np.log(11)
 

@@ -31,7 +31,7 @@ from ..plots import activations, gradients, masks, positions, training
 from ..validate import check_int
 
 TEXT = "The list is sorted in place."      # the sentence of the attention maps: 28 characters
-TINY_GPT = dict(block_size=32, n_layer=2, n_head=4, n_embd=64)
+TINY_GPT = dict(block_size=32, n_layer=2, n_head=4, d_model=64)
 TINY_BATCH = 16
 
 

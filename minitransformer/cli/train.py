@@ -35,9 +35,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--block-size", type=int, default=64, help="context length in tokens (default: 64)")
     p.add_argument("--n-layer", type=int, default=None, help="blocks per stack (default: 4; seq2seq 2)")
     p.add_argument("--n-head", type=int, default=4, help="attention heads (default: 4)")
-    p.add_argument("--n-embd", type=int, default=128, help="model width d_model (default: 128)")
+    p.add_argument("--d-model", type=int, default=128, help="model width d_model (default: 128)")
     p.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (default: 1e-3)")
-    p.add_argument("--dropout", type=float, default=0.0, help="dropout probability (default: 0)")
+    p.add_argument("--p-drop", type=float, default=0.0, help="dropout probability (default: 0)")
     p.add_argument("--position", choices=("learned", "sinusoidal", "rope", "alibi", "none"), default=None,
                    help="position encoding (default: learned; seq2seq sinusoidal)")
     p.add_argument("--eval-interval", type=int, default=500, help="steps between evaluations (default: 500)")
@@ -58,7 +58,7 @@ def build(args):
         if task_name not in ("copy", "reverse", "sort"):
             raise ValueError(f"--task: seq2seq trains on copy, reverse or sort, got {task_name!r}")
         config = Seq2SeqConfig(vocab_size=SEQ_VOCAB, block_size=SEQ_LENGTHS[1] + 2, n_layer=args.n_layer or 2,
-                               n_head=args.n_head, n_embd=args.n_embd, dropout=args.dropout,
+                               n_head=args.n_head, d_model=args.d_model, p_drop=args.p_drop,
                                position=args.position or "sinusoidal")
         task = SequenceTaskData(task_name, SEQ_VOCAB, SEQ_LENGTHS, batch, seed=args.seed)
         model = Seq2Seq(config, rng=args.seed)
@@ -66,7 +66,7 @@ def build(args):
     tokenizer, ids = _tokenize(args)
     train_ids, val_ids = train_val_split(ids)
     common = dict(block_size=args.block_size, n_layer=args.n_layer or 4, n_head=args.n_head,
-                  n_embd=args.n_embd, dropout=args.dropout, position=args.position or "learned")
+                  d_model=args.d_model, p_drop=args.p_drop, position=args.position or "learned")
     meta_tok = {"tokenizer": tokenizer.to_dict()}
     if args.model == "encoder":
         if args.task not in (None, "mlm"):

@@ -60,7 +60,7 @@ def layer_checks(seed: int = 0, device: str = "cpu"):
         checks.append((name, lambda name=name: check_module(make_activation(name).to(device), x, seed=seed)))
     # A whole model chains many layers: round-off grows with depth, so the
     # tolerance is the whole-model one (1e-6); a wrong backward still shows ~1.
-    tiny = GPTConfig(vocab_size=11, block_size=6, n_layer=2, n_head=2, n_embd=8, init_std=0.4)
+    tiny = GPTConfig(vocab_size=11, block_size=6, n_layer=2, n_head=2, d_model=8, init_std=0.4)
     checks.append(("GPT (whole model)", lambda: check_module(GPT(tiny, rng=seed, dtype=f64).to(device), gpt_ids,
                                                              seed=seed, tol=1e-6)))
     return checks

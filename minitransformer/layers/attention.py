@@ -14,7 +14,7 @@ three projections are a single matrix product per step; its column blocks are
 Cross-attention projects two different inputs, so it keeps W_q (C, H·D) and
 W_kv (C, 2K·D) = [W_k | W_v]. Both have W_o (H·D, C), initialised with ``out_std``
 so a model can scale the projections that feed the residual stream (GPT-2 uses
-0.02 / √(2·n_layer)). Every weight is N(0, std²), every bias 0.
+0.02 / √(2·n_layer)). Every weight is N(0, init_std²), every bias 0.
 
 Masks come from functional/masks.py: the causal or sliding-window mask is built
 once per (T, S) and kept (likewise the ALiBi bias), the key padding mask is
@@ -73,7 +73,7 @@ class MultiHeadAttention(Module):
     def __init__(self, d_model: int, n_head: int, *, n_kv_head: int | None = None, bias: bool = True,
                  causal: bool = False, cross: bool = False, rope: bool = False,
                  rope_layout: str = "interleaved", rope_base: float = 10000.0, alibi: bool = False,
-                 window: int | None = None, rng=None, std: float | None = None,
+                 window: int | None = None, rng=None, init_std: float | None = None,
                  out_std: float | None = None, dtype=np.float32):
         super().__init__()
         C = check_int("d_model", d_model, low=1)
@@ -85,7 +85,7 @@ class MultiHeadAttention(Module):
         self.rope, self.rope_layout = rope, rope_layout
         self.rope_base = check_number("rope_base", rope_base, low=0.0, low_open=True)
         self.slopes = alibi_slopes(H) if alibi else None
-        self._init_params(C, H, K, bias, default_rng(rng), std, out_std, dtype)
+        self._init_params(C, H, K, bias, default_rng(rng), init_std, out_std, dtype)
         self._masks, self._biases = {}, {}     # (T, S) -> mask / ALiBi bias, built once
         self._decoding = False                 # True after a forward with a kv_cache
 
@@ -109,14 +109,14 @@ class MultiHeadAttention(Module):
                              "expected causal, rope, alibi and window off, got "
                              f"causal={causal}, rope={rope}, alibi={alibi}, window={window}")
 
-    def _init_params(self, C, H, K, bias, rng, std, out_std, dtype):
-        std = 0.02 if std is None else check_number("std", std, low=0.0)
-        out_std = std if out_std is None else check_number("out_std", out_std, low=0.0)
+    def _init_params(self, C, H, K, bias, rng, init_std, out_std, dtype):
+        init_std = 0.02 if init_std is None else check_number("init_std", init_std, low=0.0)
+        out_std = init_std if out_std is None else check_number("out_std", out_std, low=0.0)
         D = C // H
         blocks = [("W_q", "b_q", H * D), ("W_kv", "b_kv", 2 * K * D)] if self.cross else \
                  [("W_qkv", "b_qkv", (H + 2 * K) * D)]
         for W_name, b_name, width in blocks:
-            self.add_param(W_name, init.normal(rng, (C, width), std, dtype))
+            self.add_param(W_name, init.normal(rng, (C, width), init_std, dtype))
             if bias:
                 self.add_param(b_name, init.zeros(width, dtype))
         self.add_param("W_o", init.normal(rng, (H * D, C), out_std, dtype))

@@ -33,7 +33,7 @@ class BlockSpec:
     n_kv_head: int | None = None
     norm: str = "layernorm"             # "layernorm" | "rmsnorm"
     norm_position: str = "pre"          # "pre" | "post"
-    norm_eps: float = 1e-5
+    eps: float = 1e-5
     activation: str = "gelu"            # relu | gelu | gelu_tanh | silu | geglu | swiglu
     p_drop: float = 0.0                 # residual dropout
     bias: bool = True
@@ -41,12 +41,12 @@ class BlockSpec:
     rope_layout: str = "interleaved"
     alibi: bool = False
     window: int | None = None           # sliding-window attention width
-    std: float = 0.02                   # init std of every weight
-    out_std: float = 0.02               # init std of the projections that feed the residual
+    init_std: float = 0.02                   # init init_std of every weight
+    out_std: float = 0.02               # init init_std of the projections that feed the residual
 
 
 def _residual(spec: BlockSpec, sublayer, dropout_rng, dtype) -> Residual:
-    return Residual(sublayer, make_norm(spec.norm, spec.d_model, spec.norm_eps, dtype),
+    return Residual(sublayer, make_norm(spec.norm, spec.d_model, spec.eps, dtype),
                     Dropout(spec.p_drop, rng=dropout_rng), spec.norm_position)
 
 
@@ -54,7 +54,7 @@ def _attention(spec: BlockSpec, rng, dtype, *, causal: bool, cross: bool) -> Mul
     return MultiHeadAttention(spec.d_model, spec.n_head, n_kv_head=spec.n_kv_head, bias=spec.bias,
                               causal=causal, cross=cross, rope=spec.rope and not cross,
                               rope_layout=spec.rope_layout, alibi=spec.alibi and not cross,
-                              window=spec.window if causal else None, rng=rng, std=spec.std,
+                              window=spec.window if causal else None, rng=rng, init_std=spec.init_std,
                               out_std=spec.out_std, dtype=dtype)
 
 
@@ -65,7 +65,7 @@ class EncoderBlock(Module):
         self.add_child("attn", _residual(spec, _attention(spec, rng, dtype, causal=False, cross=False),
                                          dropout_rng, dtype))
         self.add_child("ffn", _residual(spec, FeedForward(spec.d_model, spec.d_ff, spec.activation,
-                                                          bias=spec.bias, rng=rng, std=spec.std,
+                                                          bias=spec.bias, rng=rng, init_std=spec.init_std,
                                                           out_std=spec.out_std, dtype=dtype),
                                         dropout_rng, dtype))
 
@@ -89,7 +89,7 @@ class DecoderBlock(Module):
             self.add_child("cross_attn", _residual(spec, _attention(spec, rng, dtype, causal=False,
                                                                     cross=True), dropout_rng, dtype))
         self.add_child("ffn", _residual(spec, FeedForward(spec.d_model, spec.d_ff, spec.activation,
-                                                          bias=spec.bias, rng=rng, std=spec.std,
+                                                          bias=spec.bias, rng=rng, init_std=spec.init_std,
                                                           out_std=spec.out_std, dtype=dtype),
                                         dropout_rng, dtype))
 

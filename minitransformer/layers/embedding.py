@@ -11,14 +11,14 @@ from .module import Module
 
 
 class Embedding(Module):
-    """out = W[ids]: one learned row of W per token id; W ~ N(0, std²) at start."""
+    """out = W[ids]: one learned row of W per token id; W ~ N(0, init_std²) at start."""
 
-    def __init__(self, vocab_size: int, d: int, *, rng=None, std: float = 0.02, dtype=np.float32):
+    def __init__(self, vocab_size: int, d_model: int, *, rng=None, init_std: float = 0.02, dtype=np.float32):
         super().__init__()
         V = check_int("vocab_size", vocab_size, low=1)
-        C = check_int("d", d, low=1)
-        std = check_number("std", std, low=0.0)
-        self.add_param("W", init.normal(default_rng(rng), (V, C), std, dtype))
+        C = check_int("d_model", d_model, low=1)
+        init_std = check_number("init_std", init_std, low=0.0)
+        self.add_param("W", init.normal(default_rng(rng), (V, C), init_std, dtype))
 
     def forward(self, ids):
         """ids (...) integers in [0, V) -> out (..., C)."""

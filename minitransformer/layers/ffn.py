@@ -17,14 +17,14 @@ from .module import Module
 
 class FeedForward(Module):
     def __init__(self, d_model: int, d_ff: int, activation: str = "gelu", *, bias: bool = True,
-                 rng=None, std: float = 0.02, out_std: float | None = None, dtype=np.float32):
+                 rng=None, init_std: float = 0.02, out_std: float | None = None, dtype=np.float32):
         super().__init__()
         rng = default_rng(rng)
         width = 2 * d_ff if activation in GATED_ACTIVATIONS else d_ff
-        self.add_child("fc_in", Linear(d_model, width, bias, rng=rng, std=std, dtype=dtype))
+        self.add_child("fc_in", Linear(d_model, width, bias, rng=rng, init_std=init_std, dtype=dtype))
         self.add_child("act", make_activation(activation))
         self.add_child("fc_out", Linear(d_ff, d_model, bias, rng=rng,
-                                        std=std if out_std is None else out_std, dtype=dtype))
+                                        init_std=init_std if out_std is None else out_std, dtype=dtype))
 
     def forward(self, x):
         h = self.fc_in.forward(x)            # (B, T, F) or (B, T, 2F)

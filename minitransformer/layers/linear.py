@@ -10,14 +10,14 @@ from .module import Module
 
 
 class Linear(Module):
-    """y = x W + b, with W ~ N(0, std²) (default std = 1/√d_in) and b = 0."""
+    """y = x W + b, with W ~ N(0, init_std²) (default init_std = 1/√d_in) and b = 0."""
 
     def __init__(self, d_in: int, d_out: int, bias: bool = True, *, rng=None,
-                 std: float | None = None, dtype=np.float32):
+                 init_std: float | None = None, dtype=np.float32):
         super().__init__()
         rng = default_rng(rng)
-        std = 1.0 / np.sqrt(d_in) if std is None else std
-        self.add_param("W", init.normal(rng, (d_in, d_out), std, dtype))
+        init_std = 1.0 / np.sqrt(d_in) if init_std is None else init_std
+        self.add_param("W", init.normal(rng, (d_in, d_out), init_std, dtype))
         if bias:
             self.add_param("b", init.zeros(d_out, dtype))
 

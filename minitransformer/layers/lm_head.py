@@ -16,9 +16,9 @@ from .module import Module
 
 class LMHead(Module):
     def __init__(self, d_model: int, vocab_size: int, *, bias: bool = False, rng=None,
-                 std: float = 0.02, dtype=np.float32):
+                 init_std: float = 0.02, dtype=np.float32):
         super().__init__()
-        self.add_param("W", init.normal(default_rng(rng), (vocab_size, d_model), std, dtype))  # (V, C)
+        self.add_param("W", init.normal(default_rng(rng), (vocab_size, d_model), init_std, dtype))  # (V, C)
         if bias:
             self.add_param("b", init.zeros(vocab_size, dtype))
 

@@ -26,13 +26,13 @@ class PositionCache(NamedTuple):
 
 
 class LearnedPositionEmbedding(Module):
-    """Parameter W (max_len, C) ~ N(0, std²); forward(T, offset) -> its rows offset .. offset + T - 1."""
+    """Parameter W (max_len, C) ~ N(0, init_std²); forward(T, offset) -> its rows offset .. offset + T - 1."""
 
-    def __init__(self, max_len: int, d: int, *, rng=None, std: float = 0.02, dtype=np.float32):
+    def __init__(self, max_len: int, d_model: int, *, rng=None, init_std: float = 0.02, dtype=np.float32):
         super().__init__()
         self.max_len = check_int("max_len", max_len, low=1)
-        d = check_int("d", d, low=1)
-        self.add_param("W", init.normal(default_rng(rng), (self.max_len, d), std, dtype))
+        d_model = check_int("d_model", d_model, low=1)
+        self.add_param("W", init.normal(default_rng(rng), (self.max_len, d_model), init_std, dtype))
 
     def forward(self, T: int, offset: int = 0):
         """Inputs: T positions starting at ``offset``. Returns: P (T, C), a copy (W stays untouched)."""

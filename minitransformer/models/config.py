@@ -2,20 +2,21 @@
 
 The variants the lectures teach are values here, not subclasses: ``norm``,
 ``norm_position``, ``activation``, ``position``, ``n_kv_head`` (grouped-query),
-``attention_window`` (sliding window), ``tie_weights``. Every message names the
+``window`` (sliding window), ``tie_weights``. Every message names the
 field, what was expected and what was given.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
+from ..functional.rope import LAYOUTS as ROPE_LAYOUTS
 from ..layers.activation import ACTIVATIONS
 from ..layers.blocks import BlockSpec
 from ..layers.norm import NORMS
+from ..validate import check_choice, check_int, check_number
 
 NORM_POSITIONS = ("pre", "post")
 POSITIONS = ("learned", "sinusoidal", "rope", "alibi", "none")
-ROPE_LAYOUTS = ("interleaved", "half")
 
 
 @dataclass
@@ -25,54 +26,54 @@ class TransformerConfig:
     block_size: int = 64               # longest sequence the model accepts (positions 0..block_size-1)
     n_layer: int = 4                   # number of blocks (per stack)
     n_head: int = 4                    # H: attention heads
-    n_embd: int = 128                  # C = d_model, the width of the residual stream
-    n_kv_head: int | None = None       # K: key/value heads; None = n_head (MHA), 1 = multi-query
-    d_ff: int | None = None            # F: FFN hidden width; None = 4·n_embd
+    d_model: int = 128                 # C, the width of the residual stream
+    n_kv_head: int | None = None       # G: key/value heads; None = n_head (MHA), 1 = multi-query
+    d_ff: int | None = None            # F: FFN hidden width; None = 4·d_model
     norm: str = "layernorm"            # "layernorm" or "rmsnorm"
     norm_position: str = "pre"         # "pre" (GPT-2) or "post" (original paper, BERT)
-    norm_eps: float = 1e-5             # eps inside the square root of the norm
+    eps: float = 1e-5                  # the norm's eps, inside the square root
     activation: str = "gelu_tanh"      # relu | gelu (exact, erf) | gelu_tanh | silu | geglu | swiglu
     position: str = "learned"          # learned | sinusoidal | rope | alibi | none
     rope_layout: str = "interleaved"   # RoPE pairs: "interleaved" (RoFormer) or "half" (NeoX)
-    attention_window: int | None = None  # causal sliding-window width (None = full); decoders only
-    dropout: float = 0.0               # probability of dropping, residual and embedding dropout
+    window: int | None = None          # causal sliding-window width (None = full); decoders only
+    p_drop: float = 0.0                # probability of dropping, residual and embedding dropout
     bias: bool = True                  # biases in the linear layers
-    init_std: float = 0.02             # N(0, std²) initialisation of the weights
+    init_std: float = 0.02             # N(0, init_std²) initialisation of the weights
 
     def __post_init__(self):
-        for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
-            _positive_int(name, getattr(self, name))
-        for name in ("n_kv_head", "d_ff", "attention_window"):
+        for name in ("vocab_size", "block_size", "n_layer", "n_head", "d_model"):
+            check_int(name, getattr(self, name), low=1)
+        for name in ("n_kv_head", "d_ff", "window"):
             if getattr(self, name) is not None:
-                _positive_int(name, getattr(self, name))
-        _choice("norm", self.norm, NORMS)
-        _choice("norm_position", self.norm_position, NORM_POSITIONS)
-        _choice("activation", self.activation, ACTIVATIONS)
-        _choice("position", self.position, POSITIONS)
-        _choice("rope_layout", self.rope_layout, ROPE_LAYOUTS)
-        if self.n_embd % self.n_head:
-            raise ValueError(f"n_embd: expected a multiple of n_head={self.n_head}, got {self.n_embd}")
+                check_int(name, getattr(self, name), low=1)
+        check_choice("norm", self.norm, NORMS)
+        check_choice("norm_position", self.norm_position, NORM_POSITIONS)
+        check_choice("activation", self.activation, ACTIVATIONS)
+        check_choice("position", self.position, POSITIONS)
+        check_choice("rope_layout", self.rope_layout, ROPE_LAYOUTS)
+        if self.d_model % self.n_head:
+            raise ValueError(f"d_model: expected a multiple of n_head={self.n_head}, got {self.d_model}")
         if self.n_kv_head is not None and self.n_head % self.n_kv_head:
             raise ValueError(f"n_kv_head: expected a divisor of n_head={self.n_head}, got {self.n_kv_head}")
         if self.position == "rope" and self.head_dim % 2:
-            raise ValueError(f"n_embd: RoPE needs an even head dim, got n_embd/n_head = {self.head_dim}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout: expected a probability in [0, 1), got {self.dropout}")
-        if not self.norm_eps > 0:
-            raise ValueError(f"norm_eps: expected > 0, got {self.norm_eps}")
+            raise ValueError(f"d_model: RoPE needs an even head dim, got d_model/n_head = {self.head_dim}")
+        if not (isinstance(self.p_drop, (int, float)) and 0.0 <= self.p_drop < 1.0):
+            raise ValueError(f"p_drop: expected a probability in [0, 1), got {self.p_drop!r}")
+        check_number("eps", self.eps, low=0.0, low_open=True)
+        check_number("init_std", self.init_std, low=0.0)
 
     @property
     def head_dim(self) -> int:
-        return self.n_embd // self.n_head
+        return self.d_model // self.n_head
 
     def block_spec(self) -> BlockSpec:
         out_std = self.init_std / (2 * self.n_layer) ** 0.5   # GPT-2: scale residual projections
-        return BlockSpec(d_model=self.n_embd, n_head=self.n_head, d_ff=self.d_ff or 4 * self.n_embd,
+        return BlockSpec(d_model=self.d_model, n_head=self.n_head, d_ff=self.d_ff or 4 * self.d_model,
                          n_kv_head=self.n_kv_head, norm=self.norm, norm_position=self.norm_position,
-                         norm_eps=self.norm_eps, activation=self.activation, p_drop=self.dropout,
+                         eps=self.eps, activation=self.activation, p_drop=self.p_drop,
                          bias=self.bias, rope=self.position == "rope", rope_layout=self.rope_layout,
-                         alibi=self.position == "alibi", window=self.attention_window,
-                         std=self.init_std, out_std=out_std)
+                         alibi=self.position == "alibi", window=self.window,
+                         init_std=self.init_std, out_std=out_std)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -97,7 +98,7 @@ class EncoderConfig(TransformerConfig):
     """BERT-like encoder. BERT itself: post-norm, exact GELU, learned positions, eps 1e-12."""
     norm_position: str = "post"
     activation: str = "gelu"
-    norm_eps: float = 1e-12
+    eps: float = 1e-12
     type_vocab_size: int = 0           # token-type (segment) embeddings; 0 = none, BERT uses 2
     embedding_norm: bool = True        # LayerNorm after summing the embeddings (BERT)
     mlm_head: bool = True              # masked-language-model head (tied to the word embeddings)
@@ -106,9 +107,9 @@ class EncoderConfig(TransformerConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.attention_window is not None:
-            raise ValueError("attention_window: sliding windows are causal here and the encoder "
-                             f"attends both ways; expected None, got {self.attention_window}")
+        if self.window is not None:
+            raise ValueError("window: sliding windows are causal here and the encoder "
+                             f"attends both ways; expected None, got {self.window}")
         for name in ("type_vocab_size", "n_classes"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name}: expected >= 0, got {getattr(self, name)}")
@@ -129,17 +130,8 @@ class Seq2SeqConfig(TransformerConfig):
     def __post_init__(self):
         super().__post_init__()
         if self.src_vocab_size is not None:
-            _positive_int("src_vocab_size", self.src_vocab_size)
+            check_int("src_vocab_size", self.src_vocab_size, low=1)
         if self.shared_embeddings and self.src_vocab_size not in (None, self.vocab_size):
             raise ValueError(f"shared_embeddings: needs src_vocab_size == vocab_size={self.vocab_size}, "
                              f"got src_vocab_size={self.src_vocab_size}")
 
-
-def _positive_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name}: expected a positive integer, got {value!r}")
-
-
-def _choice(name, value, choices):
-    if value not in choices:
-        raise ValueError(f"{name}: expected one of {choices}, got {value!r}")

@@ -39,17 +39,17 @@ class DecoderStack(Module):
         rng = default_rng(rng)
         self.config, self.cross = config, cross
         spec = config.block_spec()
-        C, V = config.n_embd, config.vocab_size
+        C, V = config.d_model, config.vocab_size
         self.add_child("embed", InputEmbedding(V, C, config.block_size, config.position,
                                                scale=C ** 0.5 if scale_embeddings else 1.0,
-                                               p_drop=config.dropout, rng=rng, dropout_rng=dropout_rng,
-                                               std=config.init_std, dtype=dtype))
+                                               p_drop=config.p_drop, rng=rng, dropout_rng=dropout_rng,
+                                               init_std=config.init_std, dtype=dtype))
         self.add_child("blocks", ModuleList(
             DecoderBlock(spec, cross=cross, rng=rng, dropout_rng=dropout_rng, dtype=dtype)
             for _ in range(config.n_layer)))
         if config.norm_position == "pre":
-            self.add_child("norm_f", make_norm(config.norm, C, config.norm_eps, dtype))
-        self.add_child("head", LMHead(C, V, rng=rng, std=config.init_std, dtype=dtype))
+            self.add_child("norm_f", make_norm(config.norm, C, config.eps, dtype))
+        self.add_child("head", LMHead(C, V, rng=rng, init_std=config.init_std, dtype=dtype))
         if tie_weights:
             self.head.tie("W", self.embed.tok, "W")
 

@@ -24,20 +24,20 @@ from ..validate import check_integer_ids, check_ndim
 class InputEmbedding(Module):
     def __init__(self, vocab_size: int, d_model: int, max_len: int, position: str, *,
                  type_vocab_size: int = 0, scale: float = 1.0, norm: str | None = None,
-                 norm_eps: float = 1e-5, p_drop: float = 0.0, rng=None, dropout_rng=None,
-                 std: float = 0.02, dtype=np.float32):
+                 eps: float = 1e-5, p_drop: float = 0.0, rng=None, dropout_rng=None,
+                 init_std: float = 0.02, dtype=np.float32):
         super().__init__()
         rng = default_rng(rng)
         self.position, self.scale, self.max_len = position, scale, max_len
-        self.add_child("tok", Embedding(vocab_size, d_model, rng=rng, std=std, dtype=dtype))
+        self.add_child("tok", Embedding(vocab_size, d_model, rng=rng, init_std=init_std, dtype=dtype))
         if position == "learned":
-            self.add_child("pos", LearnedPositionEmbedding(max_len, d_model, rng=rng, std=std, dtype=dtype))
+            self.add_child("pos", LearnedPositionEmbedding(max_len, d_model, rng=rng, init_std=init_std, dtype=dtype))
         # The sinusoidal table is a constant, not a parameter: no gradient, not in state_dict.
         self.table = sinusoidal_table(max_len, d_model, dtype=dtype) if position == "sinusoidal" else None
         if type_vocab_size:
-            self.add_child("type", Embedding(type_vocab_size, d_model, rng=rng, std=std, dtype=dtype))
+            self.add_child("type", Embedding(type_vocab_size, d_model, rng=rng, init_std=init_std, dtype=dtype))
         if norm is not None:
-            self.add_child("norm", make_norm(norm, d_model, norm_eps, dtype))
+            self.add_child("norm", make_norm(norm, d_model, eps, dtype))
         self.add_child("dropout", Dropout(p_drop, rng=dropout_rng))
 
     def _after_move(self, fn) -> None:

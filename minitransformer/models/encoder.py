@@ -35,13 +35,13 @@ class MLMHead(Module):
 
     def __init__(self, config: TransformerConfig, *, rng, dtype):
         super().__init__()
-        C = config.n_embd
-        self.add_child("dense", Linear(C, C, rng=rng, std=config.init_std, dtype=dtype))
+        C = config.d_model
+        self.add_child("dense", Linear(C, C, rng=rng, init_std=config.init_std, dtype=dtype))
         self.add_child("act", make_activation("gelu" if config.activation in ("geglu", "swiglu")
                                               else config.activation))
-        self.add_child("norm", make_norm(config.norm, C, config.norm_eps, dtype))
+        self.add_child("norm", make_norm(config.norm, C, config.eps, dtype))
         self.add_child("decoder", LMHead(C, config.vocab_size, bias=True, rng=rng,
-                                         std=config.init_std, dtype=dtype))
+                                         init_std=config.init_std, dtype=dtype))
 
     def forward(self, h):
         return self.decoder.forward(self.norm.forward(self.act.forward(self.dense.forward(h))))
@@ -57,26 +57,26 @@ class Encoder(Module):
         init_rng = default_rng(rng)
         dropout_rng = dropout_rng if dropout_rng is not None else dropout_generator(rng)
         self.config = config
-        C = config.n_embd
+        C = config.d_model
         bert = isinstance(config, EncoderConfig)
         self.add_child("embed", InputEmbedding(
             config.vocab_size, C, config.block_size, config.position,
             type_vocab_size=config.type_vocab_size if bert else 0,
             scale=C ** 0.5 if scale_embeddings else 1.0,
-            norm=config.norm if bert and config.embedding_norm else None, norm_eps=config.norm_eps,
-            p_drop=config.dropout, rng=init_rng, dropout_rng=dropout_rng, std=config.init_std,
+            norm=config.norm if bert and config.embedding_norm else None, eps=config.eps,
+            p_drop=config.p_drop, rng=init_rng, dropout_rng=dropout_rng, init_std=config.init_std,
             dtype=dtype))
         spec = config.block_spec()
         self.add_child("blocks", ModuleList(EncoderBlock(spec, rng=init_rng, dropout_rng=dropout_rng,
                                                          dtype=dtype) for _ in range(config.n_layer)))
         if config.norm_position == "pre":
-            self.add_child("norm_f", make_norm(config.norm, C, config.norm_eps, dtype))
+            self.add_child("norm_f", make_norm(config.norm, C, config.eps, dtype))
         if bert and config.mlm_head:
             self.add_child("mlm_head", MLMHead(config, rng=init_rng, dtype=dtype))
             self.mlm_head.decoder.tie("W", self.embed.tok, "W")
         if bert and config.n_classes:
             self.add_child("cls_head", Linear(C, config.n_classes, rng=init_rng,
-                                              std=config.init_std, dtype=dtype))
+                                              init_std=config.init_std, dtype=dtype))
 
     def forward(self, ids, token_type_ids=None, attention_mask=None, head=None):
         """ids (B, S); attention_mask (B, S) True/1 = real token (None: all real).

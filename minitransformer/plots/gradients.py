@@ -45,7 +45,7 @@ def _norms_at_init(config: GPTConfig, batch_size: int, seed: int):
                                 rng.integers(0, config.vocab_size, shape))          # targets (B, T)
 
 
-def prenorm_vs_postnorm(n_layer: int = 12, n_embd: int = 64, n_head: int = 4, vocab_size: int = 64,
+def prenorm_vs_postnorm(n_layer: int = 12, d_model: int = 64, n_head: int = 4, vocab_size: int = 64,
                         block_size: int = 32, batch_size: int = 8, init_stds=(0.02, 0.25), seed: int = 0,
                         path=None):
     """Gradient norm of each block at initialisation, pre-norm against post-norm (residual.py):
@@ -61,7 +61,7 @@ def prenorm_vs_postnorm(n_layer: int = 12, n_embd: int = 64, n_head: int = 4, vo
     in the Transformer Architecture": why post-norm needs a warmup) and pre-norm's shrink
     towards it (the early blocks get the largest; Shleifer et al. 2021, NormFormer).
 
-    Inputs: the GPT shape (n_layer, n_embd, n_head, vocab_size, block_size), batch_size,
+    Inputs: the GPT shape (n_layer, d_model, n_head, vocab_size, block_size), batch_size,
             init_stds, seed (weights and batch); path or None.
     Returns: fig, data {"layer" (L,), "init_stds", "pre" (n_std, L), "post" (n_std, L)}.
     """
@@ -71,7 +71,7 @@ def prenorm_vs_postnorm(n_layer: int = 12, n_embd: int = 64, n_head: int = 4, vo
     for position, rows in norms.items():
         for std in init_stds:
             config = GPTConfig(vocab_size=vocab_size, block_size=block_size, n_layer=n_layer, n_head=n_head,
-                               n_embd=n_embd, norm_position=position, init_std=std)
+                               d_model=d_model, norm_position=position, init_std=std)
             rows.append(_norms_at_init(config, batch_size, seed))     # (L,)
     norms = {position: np.array(rows) for position, rows in norms.items()}   # (n_std, L) each
     layer = np.arange(n_layer)
@@ -85,7 +85,7 @@ def prenorm_vs_postnorm(n_layer: int = 12, n_embd: int = 64, n_head: int = 4, vo
         ax.set_xticks(layer)
         ax.grid(alpha=0.3, which="both")
         ax.legend()
-    fig.suptitle(f"GPT, {n_layer} blocks, d_model {n_embd}: one random batch, cross-entropy loss")
+    fig.suptitle(f"GPT, {n_layer} blocks, d_model {d_model}: one random batch, cross-entropy loss")
     save(fig, path)
     return fig, {"layer": layer, "init_stds": init_stds, "pre": norms["pre"], "post": norms["post"]}
 

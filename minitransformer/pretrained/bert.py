@@ -135,9 +135,9 @@ def encoder_config_from_bert(cfg: dict, source="config.json") -> EncoderConfig:
         return EncoderConfig(
             vocab_size=need("vocab_size"), block_size=need("max_position_embeddings"),
             n_layer=need("num_hidden_layers"), n_head=need("num_attention_heads"),
-            n_embd=need("hidden_size"), d_ff=need("intermediate_size"),
-            norm="layernorm", norm_position="post", norm_eps=float(cfg.get("layer_norm_eps", 1e-12)),
-            activation=ACTIVATION_OF_HIDDEN_ACT[hidden_act], position="learned", dropout=0.0, bias=True,
+            d_model=need("hidden_size"), d_ff=need("intermediate_size"),
+            norm="layernorm", norm_position="post", eps=float(cfg.get("layer_norm_eps", 1e-12)),
+            activation=ACTIVATION_OF_HIDDEN_ACT[hidden_act], position="learned", p_drop=0.0, bias=True,
             type_vocab_size=cfg.get("type_vocab_size", 2), embedding_norm=True, mlm_head=False,
             n_classes=0, pad_id=cfg.get("pad_token_id", 0))
     except (ValueError, TypeError) as err:   # the config's own check names our field
@@ -159,9 +159,9 @@ def load_bert_weights(model: Encoder, path) -> None:
     plan = weight_plan(model.config.n_layer)
     _check_plan_covers(plan, params)
     with SafetensorsFile(path) as f:
-        _check_checkpoint(f, plan, params, model.config.n_embd, path)
+        _check_checkpoint(f, plan, params, model.config.d_model, path)
         for rule in plan:
-            target = params[rule.ours][..., _columns(rule.block, model.config.n_embd)]  # a view
+            target = params[rule.ours][..., _columns(rule.block, model.config.d_model)]  # a view
             value = f[rule.checkpoint]                                   # NumPy (d_out, d_in) or (d,)
             value = value.T if rule.transpose else value                 # (d_in, d_out) or (d,)
             target[...] = get_xp(target).asarray(value)                  # cast to the model's dtype

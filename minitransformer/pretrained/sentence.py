@@ -80,7 +80,7 @@ def embed(model, tokenizer, sentences, batch_size: int = 32) -> np.ndarray:
     ids, mask = tokenizer.encode_batch(sentences)                         # (N, L) each, one tokenization
     lengths = mask.sum(axis=1)                                            # (N,)
     xp = get_xp(model.embed.tok.W)
-    out = np.empty((len(sentences), model.config.n_embd), dtype=model.embed.tok.W.dtype)  # (N, C)
+    out = np.empty((len(sentences), model.config.d_model), dtype=model.embed.tok.W.dtype)  # (N, C)
     was_training = model.training
     model.eval()
     try:
