@@ -92,11 +92,14 @@ def test_seq2seq_cached_equals_uncached(position, n_kv_head, seed):
 
 
 def test_the_cache_stops_at_the_context_and_the_rerun_crops():
-    """block_size 10, prompt 3: the cache allows 10 - 3 + 1 = 8 new tokens. Without it, every
+    """block_size 10, prompt 3: the cache allows 10 - 3 + 1 = 8 new tokens, and asking for more
+    is an error that says so (never a silently short result). Without the cache, every
     token is the argmax of the model run on (at most) the last 10 tokens before it."""
     model = tiny_gpt(1).eval()
     prompt = integer_ids(1, (2, 3), TINY["vocab_size"])
-    cached = generate(model, prompt, 20)
+    with pytest.raises(ValueError, match="room for at most 8 new tokens .* got 9"):
+        generate(model, prompt, 9)
+    cached = generate(model, prompt, 8)
     cropped = generate(model, prompt, 20, use_cache=False)
     assert cached.shape == (2, 3 + 8) and cropped.shape == (2, 3 + 20)
     np.testing.assert_array_equal(cached, cropped[:, :11])

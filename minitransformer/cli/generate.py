@@ -36,7 +36,9 @@ def add_generate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--beam-size", type=int, default=4, help="beams of --strategy beam (default: 4)")
     p.add_argument("--length-penalty", type=float, default=1.0,
                    help="alpha of the beam score sum(log p) / length**alpha (default: 1)")
-    p.add_argument("--max-new-tokens", type=int, default=200, help="tokens to generate (default: 200)")
+    p.add_argument("--max-new-tokens", type=int, default=50,
+                   help="tokens to generate (default: 50); with the KV cache at most block_size - prompt + 1, "
+                        "--no-cache for more")
     p.add_argument("--seed", type=int, default=0, help="seed of the sampling generator (default: 0)")
     p.add_argument("--no-cache", action="store_true",
                    help="re-run the whole prefix for every token (slower; crops to the context)")
@@ -71,12 +73,14 @@ def _generate_text(args) -> tuple[str, str | None]:
     if not 1 <= len(ids) <= block_size:
         raise ValueError(f"--prompt: expected 1 to block_size={block_size} tokens (the model's context), "
                          f"got {len(ids)}")
-    out = generate(model, np.asarray([ids], dtype=np.int64), settings["max_new_tokens"],
+    wanted = settings["max_new_tokens"]
+    room = wanted if args.no_cache else min(wanted, block_size - len(ids) + 1)   # the cache cannot slide
+    out = generate(model, np.asarray([ids], dtype=np.int64), room,
                    rng=np.random.default_rng(args.seed), use_cache=not args.no_cache,
                    **{k: v for k, v in settings.items() if k != "max_new_tokens"})
     n = out.shape[1] - len(ids)
     note = None
-    if n < settings["max_new_tokens"]:
+    if n < wanted:
         note = (f"note: stopped after {n} new tokens: the KV cache holds block_size={block_size} positions; "
                 "--no-cache goes on with the context cropped to the last block_size tokens")
     return tokenizer.decode(out[0].tolist()), note

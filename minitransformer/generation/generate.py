@@ -28,10 +28,10 @@ textbook way: the same tokens, about T times the work.
 
 Context length (block_size positions). Without the cache, a longer sequence is
 cropped to its last block_size tokens. With the cache, positions are absolute
-(learned, sinusoidal, RoPE, ALiBi) and cannot slide, so generation STOPS when the
-context is full: a prompt of T0 tokens gets at most block_size - T0 + 1 new tokens
-(the last one is predicted, never fed), and the result is shorter than asked;
-use_cache=False goes on with a cropped context.
+(learned, sinusoidal, RoPE, ALiBi) and cannot slide: a prompt of T0 tokens has room
+for at most block_size - T0 + 1 new tokens (the last one is predicted, never fed).
+Asking for more is a ValueError that says how many fit; use_cache=False goes on
+with a cropped context.
 
 End of sequence. With ``eos_id``, a row that has produced it is finished: it keeps
 receiving eos_id, so the rows stay aligned, and the loop ends once every row has
@@ -94,8 +94,9 @@ def generate(model, prompt_ids, max_new_tokens, strategy="greedy", temperature=1
     (sampling only; ``rng``, a numpy Generator, is required for "sample"); beam_size W,
     length_penalty α (beam only); eos_id: the end-of-sequence id or None; use_cache;
     trace: None or a list that receives one TraceStep per step.
-    Returns: ids (B, T0 + n) NumPy int64, the prompt then n new tokens. n < max_new_tokens
-    when every row has finished (eos_id), or with the cache when the context is full.
+    Returns: ids (B, T0 + n) NumPy int64, the prompt then n new tokens; n < max_new_tokens
+    only when every row has finished (eos_id). With use_cache, max_new_tokens may be at most
+    block_size - T0 + 1 (ValueError otherwise: the cache cannot slide).
     """
     if not isinstance(model, GPT):
         raise TypeError(f"model: expected a GPT (a Seq2Seq decodes with generate_seq2seq), "
@@ -111,7 +112,11 @@ def generate(model, prompt_ids, max_new_tokens, strategy="greedy", temperature=1
         if T0 > config.block_size:
             raise ValueError(f"prompt_ids: with use_cache the prompt must fit the context, expected at most "
                              f"block_size={config.block_size} tokens, got {T0} (use_cache=False crops)")
-        n = min(n, config.block_size - T0 + 1)            # the last new token is never fed
+        room = config.block_size - T0 + 1                  # the last new token is never fed
+        if n > room:
+            raise ValueError(f"max_new_tokens: with use_cache a prompt of {T0} tokens leaves room for at most "
+                             f"{room} new tokens (block_size={config.block_size}), got {n}; ask for at most "
+                             f"{room}, or use_cache=False to go on with the context cropped")
     with _inference(model):
         new = _decode(LogitsStep(model, use_cache=use_cache), prompt, n, options, eos_id, trace)
     return np.concatenate([prompt, new], axis=1)          # (B, T0 + n)
