@@ -96,6 +96,35 @@ print(f"loss at initialisation {initial_loss:.4f}; ln V = {math.log(V):.4f}; "
       f"0.02·√C = {0.02 * math.sqrt(C):.3f}")
 
 # %% [markdown]
+# ### The whole model on one screen
+#
+# The Modules hide the wiring behind small classes. `minitransformer/models/gpt_reference.py`
+# writes the same GPT as one function of functional calls: the forward top to bottom, then
+# the backward in exact reverse order, each line naming the forward line it reverses.
+# Read it next to this lecture; here we check that it IS the model: same loss, same
+# gradient for every parameter, in float64.
+
+# %%
+import inspect
+
+from minitransformer.functional.cross_entropy import cross_entropy_backward
+from minitransformer.models.gpt_reference import gpt_loss_and_gradients
+
+source = inspect.getsource(gpt_loss_and_gradients)
+print(f"{len(source.splitlines())} lines:\n" + source[:1200] + "...")
+small = GPTConfig(vocab_size=V, block_size=16, n_layer=2, n_head=4, d_model=32, init_std=0.3)
+small_model = GPT(small, rng=1, dtype=np.float64)
+xs, ys = random_batch(train_ids, 16, 3, np.random.default_rng(1))                     # (3, 16) each
+loss_modules, ce_cache = cross_entropy_forward(small_model.forward(xs), ys)
+small_model.backward(cross_entropy_backward(1.0, ce_cache))
+loss_ref, grads_ref = gpt_loss_and_gradients(small_model.state_dict(), xs, ys, small)
+worst = max(float(np.abs(grads_ref[name] - g).max() / np.abs(g).max())
+            for name, _, g in small_model.parameters())
+print(f"loss: modules {float(loss_modules):.12f}, one screen {float(loss_ref):.12f}; "
+      f"worst relative gradient difference {worst:.1e}")
+assert abs(float(loss_modules) - float(loss_ref)) < 1e-12 and worst < 1e-10
+
+# %% [markdown]
 # ## 3. Training
 #
 # `train` runs the loop of `minitransformer/training/loop.py`: a random batch of windows,
