@@ -82,7 +82,7 @@ ASSIGNMENTS = (
                 _pair(f"{F}.activations", "gelu", "bct", approximate="tanh"))),
     Assignment("softmax", "Softmax over the last axis", L1, 5,
                _targets(f"{F}.softmax:softmax_forward", f"{F}.softmax:softmax_backward"),
-               (_pair(f"{F}.softmax", "softmax", "bct"),)),
+               (_pair(f"{F}.softmax", "softmax", "softmax"),)),
     Assignment("cross_entropy", "Log-softmax and cross-entropy (label smoothing, ignore_index)", L5, 10,
                _targets(f"{F}.softmax:log_softmax_forward", f"{F}.softmax:log_softmax_backward",
                         f"{F}.cross_entropy:cross_entropy_forward",

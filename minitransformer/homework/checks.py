@@ -138,7 +138,7 @@ def draw_dropout(rng, fn, options):
 
 def draw_attention(rng, fn, options):
     B, H, T, S, D = (int(rng.integers(1, 3)), int(rng.integers(1, 3)), int(rng.integers(1, 5)),
-                     int(rng.integers(1, 6)), int(rng.choice([4, 8])))
+                     int(rng.integers(1, 6)), 8)           # D = 8: √D is not mistaken for 2
     mask = rng.random((B, 1, T, S)) < 0.75
     mask[..., 0] = True                                          # every query sees a key ...
     if T > 1 and rng.random() < 0.5:
@@ -233,8 +233,10 @@ def check_pair_spec(check, case, seed, reference: bool) -> list:
         for i, name in enumerate(wrt):
             s = s_grads[i] if i < len(s_grads) else None
             rows.append(_rows_for(f"d{name}", s, r_grads[i], case, mistakes))
-    arrays = {k: v for k, v in case.inputs.items()}
-    num = check_pair(s_fwd, s_bwd, arrays, kwargs=case.kwargs, wrt=wrt, seed=seed)
+    try:
+        num = check_pair(s_fwd, s_bwd, dict(case.inputs), kwargs=case.kwargs, wrt=wrt, seed=seed)
+    except ValueError as e:           # a gradient of the wrong shape: the table above says which
+        return rows + [Row("numerical check", "-", float("nan"), float("nan"), False, f"could not run: {e}")]
     rows += [Row(f"numerical d{r.name}", str(r.shape), r.max_abs_error, r.rel_error, r.ok) for r in num.rows]
     return rows
 

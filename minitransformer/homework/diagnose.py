@@ -105,8 +105,8 @@ def _factor(s, r, factors) -> str:
         return ""
     if abs(c + 1) < 1e-6:
         return "wrong sign (off by a factor -1)"
-    known = {"2": (2.0, ""), "1/2": (0.5, "")}
-    known.update(factors)
+    known = dict(factors)                  # the drawer's named factors first: they explain more
+    known.update({"2": (2.0, ""), "1/2": (0.5, "")})
     for label, (value, hint) in known.items():
         if value and abs(c / value - 1) < 1e-6:
             return f"off by a factor {c:.3g} (≈ {label}{': ' + hint if hint else ''})"
