@@ -15,7 +15,7 @@ import time
 
 from ..homework.assignments import ASSIGNMENTS, select
 from ..homework.export import export
-from ..homework.grade import grade
+from ..homework.grade import grade, require_copy
 from ..homework.report import HEADER, all_passed, format_result, summary, write_gradescope
 
 
@@ -39,6 +39,7 @@ def _export(args) -> int:
 
 def _check(args) -> int:
     start = time.perf_counter()
+    require_copy(args.dir)
     print(HEADER)
     results = grade(args.dir, args.assignments, timeout=args.timeout, seed=args.seed,
                     progress=lambda r: print(format_result(r), flush=True))
@@ -55,7 +56,7 @@ def run_homework(args) -> int:
         if args.action == "export":
             return _export(args)
         return _check(args)
-    except KeyError as e:
+    except (KeyError, FileNotFoundError) as e:
         print(f"homework: {e.args[0]}", file=sys.stderr)
         return 2
 

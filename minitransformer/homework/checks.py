@@ -326,7 +326,7 @@ def run(assignment_id: str, seed: int = 0, examples: int = 3) -> dict:
                     row.name = f"{_label(check)}{row.name}"
                     if row.name not in merged or (merged[row.name].ok and not row.ok):
                         merged[row.name] = row
-            rows += merged.values()
+            rows += sorted(merged.values(), key=lambda r: "numerical" in r.name)   # stable: compared first
         result["rows"] = [r.to_dict() for r in rows]
         n_ok = sum(r.ok for r in rows)
         result["score"] = round(assignment.points * n_ok / max(len(rows), 1), 2)

@@ -31,6 +31,9 @@ spec = importlib.util.spec_from_file_location({name!r}, {init!r}, submodule_sear
 ref = importlib.util.module_from_spec(spec)
 sys.modules[{name!r}] = ref
 spec.loader.exec_module(ref)
+import minitransformer
+if not minitransformer.__file__.startswith({student!r}):
+    raise SystemExit("the student's copy was not imported: " + minitransformer.__file__)
 from {name}.homework.checks import main
 main({assignment!r}, {seed!r}, {examples!r})
 """
@@ -66,8 +69,17 @@ def grade_one(student_dir, assignment, *, timeout: float = 30.0, seed: int = 0, 
     return result
 
 
+def require_copy(student_dir) -> None:
+    """FileNotFoundError unless ``student_dir`` holds a minitransformer/ package (else the
+    subprocess would silently grade the installed package instead)."""
+    if not (Path(student_dir) / "minitransformer" / "__init__.py").is_file():
+        raise FileNotFoundError(f"{student_dir}: no minitransformer/ package in it (export one with "
+                                "`homework export ... --out DIR`)")
+
+
 def grade(student_dir, ids=(), *, timeout: float = 30.0, seed: int = 0, examples: int = 3, progress=None) -> list:
     """Every selected assignment, in table order; ``progress(result)`` is called after each."""
+    require_copy(student_dir)
     results = []
     for assignment in select(ids):
         result = grade_one(student_dir, assignment, timeout=timeout, seed=seed, examples=examples)
