@@ -11,7 +11,7 @@ import json
 import re
 from pathlib import Path
 
-import pytest
+import numpy as np
 
 from minitransformer.cli import main
 from minitransformer.homework.assignments import ASSIGNMENTS, BY_ID, exported_function_names
@@ -168,3 +168,25 @@ def test_gradcheck_cli_checks_a_students_own_pair_with_a_diagnosis(tmp_path, cap
     assert main(["gradcheck", f"{tmp_path / 'mine.py'}:softmax_forward:softmax_backward"]) == 1
     out = capsys.readouterr().out
     assert "DIAGNOSIS: wrong sign" in out and "numerical dx" in out and "NOT OK" in out
+
+
+def test_diagnoses_of_common_mistakes_without_a_subprocess():
+    from minitransformer.homework.diagnose import compare
+    rng = np.random.default_rng(0)
+    r = rng.standard_normal((3, 4, 5))
+    assert compare("x", r + 1e-14, r).ok
+    assert compare("x", -r, r).diagnosis == "wrong sign (off by a factor -1)"
+    assert compare("x", r / 8 ** 0.5, r, factors={"1/√D with D=8": (8 ** -0.5, "applied 1/√D twice?")}
+                   ).diagnosis == "off by a factor 0.354 (≈ 1/√D with D=8: applied 1/√D twice?)"
+    assert compare("x", r.swapaxes(-1, -2), r).diagnosis.startswith(
+        "wrong shape: expected (3, 4, 5), got (3, 5, 4) (it is the transpose")
+    square = rng.standard_normal((4, 4))
+    assert compare("W", square.T, square).diagnosis.startswith("transposed")
+    summed = np.broadcast_to(r.sum(axis=1, keepdims=True), r.shape)
+    assert compare("x", summed, r).diagnosis == "summed over axis 1 (size 4) where it should not be"
+    ignored = np.zeros(r.shape, bool)
+    ignored[0] = True
+    wrong_there = np.where(ignored, 1.0, r)
+    assert compare("x", wrong_there, r, masked=ignored).diagnosis == "correct except at the 20 masked/ignored positions"
+    assert compare("x", np.where(ignored, np.nan, r), r).diagnosis == "NaN/inf present (20 NaN, 0 inf)"
+    assert compare("db", np.ones((3, 5)), np.full(5, 3.0)).diagnosis.endswith("gives the expected one: sum over every row)")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 import time
 
-from ..homework.assignments import ASSIGNMENTS, select
+from ..homework.assignments import ASSIGNMENTS
 from ..homework.export import export
 from ..homework.grade import grade, require_copy
 from ..homework.report import HEADER, all_passed, format_result, summary, write_gradescope

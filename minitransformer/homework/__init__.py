@@ -5,5 +5,6 @@
     grade.py        one subprocess per assignment, with a time limit
     checks.py       what runs in that subprocess: drawers, checkers, isolation
     diagnose.py     reference vs student: error, verdict, and what the bug looks like
+    ownpair.py      `gradcheck FILE.py:FORWARD:BACKWARD`: a student's own pair
     report.py       the printed table and Gradescope's results.json
 """
