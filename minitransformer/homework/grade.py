@@ -54,7 +54,8 @@ def grade_one(student_dir, assignment, *, timeout: float = 30.0, seed: int = 0, 
     with tempfile.TemporaryDirectory() as cwd:
         try:
             proc = subprocess.run([sys.executable, "-c", program(student_dir, assignment.id, seed, examples)],
-                                  cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+                                  cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
+                                  stdin=subprocess.DEVNULL)   # input() in student code must not wait
         except subprocess.TimeoutExpired:
             return dict(base, status="timeout", message=f"timed out after {timeout:g} s (an infinite loop?)",
                         seconds=time.perf_counter() - start)
