@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .assignments import select
@@ -78,13 +79,17 @@ def require_copy(student_dir) -> None:
                                 "`homework export ... --out DIR`)")
 
 
-def grade(student_dir, ids=(), *, timeout: float = 30.0, seed: int = 0, examples: int = 3, progress=None) -> list:
-    """Every selected assignment, in table order; ``progress(result)`` is called after each."""
+def grade(student_dir, ids=(), *, timeout: float = 30.0, seed: int = 0, examples: int = 3, jobs: int = 1,
+          progress=None) -> list:
+    """Every selected assignment, in table order, ``jobs`` subprocesses at a time (each has
+    its own time limit); ``progress(result)`` is called after each, in table order."""
     require_copy(student_dir)
+    assignments = select(ids)
     results = []
-    for assignment in select(ids):
-        result = grade_one(student_dir, assignment, timeout=timeout, seed=seed, examples=examples)
-        results.append(result)
-        if progress:
-            progress(result)
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        for result in pool.map(lambda a: grade_one(student_dir, a, timeout=timeout, seed=seed,
+                                                   examples=examples), assignments):
+            results.append(result)
+            if progress:
+                progress(result)
     return results
