@@ -73,5 +73,6 @@ def add_homework_arguments(p) -> None:
     c.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: all")
     c.add_argument("--json", help="write Gradescope's results.json here")
     c.add_argument("--timeout", type=float, default=30.0, help="seconds per assignment (default: 30)")
-    c.add_argument("--jobs", type=int, default=1, help="assignments graded at once (default: 1; each keeps its own time limit)")
+    c.add_argument("--jobs", type=int, default=1,
+                   help="assignments graded at once (default: 1; each keeps its own time limit)")
     c.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: 0)")

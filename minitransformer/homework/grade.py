@@ -79,8 +79,8 @@ def require_copy(student_dir) -> None:
                                 "`homework export ... --out DIR`)")
 
 
-def grade(student_dir, ids=(), *, timeout: float = 30.0, seed: int = 0, examples: int = 3, jobs: int = 1,
-          progress=None) -> list:
+def grade(student_dir, ids=(), *, timeout: float = 30.0, seed: int = 0, examples: int = 3,
+          jobs: int = 1, progress=None) -> list:
     """Every selected assignment, in table order, ``jobs`` subprocesses at a time (each has
     its own time limit); ``progress(result)`` is called after each, in table order."""
     require_copy(student_dir)
