@@ -89,7 +89,8 @@ def _norm_mistakes(centre):
         x, gamma = inputs["x"], inputs["gamma"]
         mu = x.mean(-1, keepdims=True) if centre else 0.0
         rstd = 1 / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + 1e-5)
-        return {"dx": [("dy ⊙ gamma · rstd: the mean terms -mean(dxhat) - xhat·mean(dxhat ⊙ xhat) are missing",
+        missing = "the mean terms -mean(dxhat) - xhat·mean(dxhat ⊙ xhat) are missing"
+        return {"dx": [(f"dy ⊙ gamma · rstd: {missing}",
                         g * gamma * rstd)]}
     return mistakes
 
@@ -173,7 +174,8 @@ def draw_mha(rng, fn, options):
     B, T = int(rng.integers(1, 3)), int(rng.integers(1, 5))
     return Case({"x": rng.standard_normal((B, T, 8))},
                 {"ctor": ((8, 2), {"causal": True, "rng": 0, "dtype": np.float64})},
-                factors={"√D with D=4": (2.0, "forgot 1/√D?"), "1/√D with D=4": (0.5, "applied 1/√D twice?")})
+                factors={"√D with D=4": (2.0, "forgot 1/√D?"),
+                         "1/√D with D=4": (0.5, "applied 1/√D twice?")})
 
 
 def draw_block(rng, fn, options):

@@ -71,11 +71,13 @@ def compare(name, student, reference, *, factors=None, masked=None, tol=TOL) -> 
 
 def _wrong_shape(s, r) -> str:
     text = f"wrong shape: expected {r.shape}, got {s.shape}"
-    if s.ndim == r.ndim and s.ndim >= 2 and s.shape == r.swapaxes(-1, -2).shape and _close(s, r.swapaxes(-1, -2)):
+    swapped = r.swapaxes(-1, -2) if r.ndim >= 2 else r
+    if s.ndim == r.ndim >= 2 and s.shape == swapped.shape and _close(s, swapped):
         return text + " (it is the transpose of the expected array)"
     lead = s.ndim - r.ndim
     if lead > 0 and s.shape[lead:] == r.shape and _close(s.sum(axis=tuple(range(lead))), r):
-        return text + f" (summing it over the leading axes {tuple(range(lead))} gives the expected one: sum over every row)"
+        return text + (f" (summing it over the leading axes {tuple(range(lead))} gives the expected one: "
+                       "sum over every row)")
     return text
 
 
@@ -117,7 +119,8 @@ def _summed_axis(s, r) -> str:
     for a in range(s.ndim):
         if s.shape[a] < 2 or np.ptp(s, axis=a).max() > 1e-9 * (np.abs(s).max() + 1e-300):
             continue   # the student's array varies along a: not a reduction over a
-        for how, red in (("summed", r.sum(axis=a, keepdims=True)), ("averaged", r.mean(axis=a, keepdims=True))):
+        for how, red in (("summed", r.sum(axis=a, keepdims=True)),
+                         ("averaged", r.mean(axis=a, keepdims=True))):
             if _close(s, np.broadcast_to(red, r.shape)):
                 return f"{how} over axis {a} (size {s.shape[a]}) where it should not be"
         return f"constant along axis {a} (size {s.shape[a]}): reduced over the wrong axis?"

@@ -20,14 +20,14 @@ from pathlib import Path
 from .assignments import exported_function_names, select
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 PLAIN_ONLY_FILE = Path("functional") / "_kernels" / "__init__.py"
 
 
 def _find(tree: ast.Module, qualname: str):
     node, parts = tree, qualname.split(".")
     for part in parts:
-        node = next((n for n in node.body if isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))
-                     and n.name == part), None)
+        node = next((n for n in node.body if isinstance(n, _DEFS) and n.name == part), None)
         if node is None:
             raise LookupError(f"{qualname}: not found")
     return node
@@ -64,7 +64,8 @@ def set_plain_only(text: str, names) -> str:
 
 
 def docstring_of(package_dir: Path, target) -> str:
-    tree = ast.parse((package_dir / Path(*target.module.split("."))).with_suffix(".py").read_text(encoding="utf-8"))
+    path = (package_dir / Path(*target.module.split("."))).with_suffix(".py")
+    tree = ast.parse(path.read_text(encoding="utf-8"))
     return ast.get_docstring(_find(tree, target.qualname)) or ""
 
 
@@ -117,13 +118,15 @@ def handout(assignments, package_dir: Path) -> str:
         parts.append("Implement:\n")
         for t in a.targets:
             doc = docstring_of(package_dir, t).strip()
-            parts.append(f"- `{t}`" + (f"\n\n  ```\n  " + doc.replace("\n", "\n  ") + "\n  ```" if doc else ""))
+            block = "\n\n  ```\n  " + doc.replace("\n", "\n  ") + "\n  ```" if doc else ""
+            parts.append(f"- `{t}`{block}")
         parts.append(f"\nCheck: `python starter_{a.id}.py`, then ask for `homework check DIR {a.id}`.\n")
     return "\n".join(parts) + "\n"
 
 
 def starter(a, package_dir: Path) -> str:
-    imports = "\n".join(f"from minitransformer.{t.module} import {t.qualname.split('.')[0]}" for t in a.targets)
+    imports = "\n".join(f"from minitransformer.{t.module} import {t.qualname.split('.')[0]}"
+                        for t in a.targets)
     return f'''# ---
 # jupyter:
 #   jupytext:

@@ -16,7 +16,8 @@ def format_result(result: dict) -> str:
         lines.append(f"   {result['message']}")
     for r in result["rows"]:
         verdict = "OK" if r["ok"] else "NOT OK"
-        line = f"   {r['name']:<44} {r['shape']:<16} {_num(r['max_abs_error']):>9} {_num(r['rel_error']):>9}  {verdict}"
+        line = (f"   {r['name']:<44} {r['shape']:<16} {_num(r['max_abs_error']):>9} "
+                f"{_num(r['rel_error']):>9}  {verdict}")
         if r.get("diagnosis"):
             line += f"   DIAGNOSIS: {r['diagnosis']}"
         lines.append(line)
