@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import embed, figures, generate, gradcheck, train
+from . import embed, figures, generate, gradcheck, homework, train
 
 # (name, module, help): the module's add_<name>_arguments and run_<name> do the work
 COMMANDS = (
@@ -22,6 +22,7 @@ COMMANDS = (
     ("figures", figures, "regenerate the lecture figures"),
     ("gradcheck", gradcheck, "check every backward against central differences (float64)"),
     ("embed", embed, "sentence embeddings from a BERT checkpoint"),
+    ("homework", homework, "list, export (stubbed copies) and grade (check) the homework"),
 )
 
 

@@ -3,13 +3,36 @@
 Runs the public checker (minitransformer/gradcheck) in float64 on each layer with small random
 inputs and a random upstream gradient, prints one table per layer, and exits 1 if
 any tensor is NOT OK. The same calls are how a student checks their own layer.
+
+    python -m minitransformer gradcheck FILE.py:FORWARD:BACKWARD
+
+checks a student's own pair instead: the inputs come from FORWARD's signature (the
+first parameter is a (B, T, C) = (2, 3, 4) float64 array, one named W is (C, C), the
+other required ones (C,) vectors; see homework/ownpair.py). When FORWARD has the name of a
+homework function (layernorm_forward, ...), the reference runs too and wrong tensors
+get a diagnosis.
 """
 from __future__ import annotations
 
 from ..gradcheck.suite import layer_checks
+from ..homework.ownpair import check_file
+from ..homework.report import HEADER, format_result
+
+
+def _run_target(target: str, seed: int) -> int:
+    rows, has_reference = check_file(target, seed)
+    ok = all(r.ok for r in rows)
+    print(HEADER)
+    print(format_result({"id": target, "score": sum(r.ok for r in rows), "max_score": len(rows),
+                         "status": "ok" if ok else "fail", "rows": [r.to_dict() for r in rows],
+                         "message": "" if has_reference else
+                         "no reference for this name: the numerical check only, no diagnoses"}))
+    return 0 if ok else 1
 
 
 def run_gradcheck(args) -> int:
+    if getattr(args, "target", None):
+        return _run_target(args.target, args.seed)
     failed = []
     for name, thunk in layer_checks(args.seed):
         result = thunk()
@@ -22,4 +45,6 @@ def run_gradcheck(args) -> int:
 
 
 def add_gradcheck_arguments(p) -> None:
+    p.add_argument("target", nargs="?", metavar="FILE.py:FORWARD:BACKWARD",
+                   help="check your own pair from a file (default: every layer of the package)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: 0)")

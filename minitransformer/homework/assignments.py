@@ -1,0 +1,140 @@
+"""The homework assignments, as one table of records (data, not code per assignment).
+
+Each ``Assignment`` names the functions a student writes (``Target``: a module
+path inside the package and a qualified name, ``Class.method`` for a Module's
+backward), the lecture it belongs to, its points, and its ``Check`` specs: which
+generic checker runs it (homework/checks.py: "pair" for a functional
+forward/backward pair, "function" for a forward-only function, "module" for a
+Module's forward/backward) and which input drawer feeds it.
+
+Keyword names that other code may rename live in ``KEYWORDS`` below and nowhere
+else: the drawers look the actual name up in the function's signature
+(``inspect``), taking the first candidate it has.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# argument -> the names it has had, newest first; drawers pick the one the signature has
+KEYWORDS = {
+    "dropout_p": ("p_drop", "p"),
+    "smoothing": ("smoothing", "label_smoothing"),
+}
+
+
+@dataclass(frozen=True)
+class Target:
+    module: str      # dotted path inside the package, e.g. "functional.norm"
+    qualname: str    # "layernorm_forward" or "MultiHeadAttention.backward"
+
+    def __str__(self) -> str:
+        return f"{self.module}:{self.qualname}"
+
+
+@dataclass(frozen=True)
+class Check:
+    checker: str                 # "pair" | "function" | "module"  (homework/checks.py CHECKERS)
+    draw: str                    # an input drawer in homework/checks.py DRAWERS
+    forward: str                 # "module:function" (pair, function) or "module:Class" (module)
+    backward: str | None = None  # "module:function" for a pair
+    options: dict = field(default_factory=dict)   # passed to the drawer
+
+
+@dataclass(frozen=True)
+class Assignment:
+    id: str
+    title: str
+    lecture: str
+    points: int
+    targets: tuple
+    checks: tuple
+
+
+def _t(spec: str) -> Target:
+    module, qualname = spec.split(":")
+    return Target(module, qualname)
+
+
+def _pair(module: str, stem: str, draw: str, **options) -> Check:
+    return Check("pair", draw, f"{module}:{stem}_forward", f"{module}:{stem}_backward", options)
+
+
+def _targets(*specs: str) -> tuple:
+    return tuple(_t(s) for s in specs)
+
+
+L1, L2, L3, L4, L5, L6, L7 = ("lectures/01_attention.py", "lectures/02_multihead_and_masks.py",
+                              "lectures/03_layernorm_residual_ffn.py", "lectures/04_positions.py",
+                              "lectures/05_training_seq2seq.py", "lectures/06_architecture_tweaks.py",
+                              "lectures/07_gpt_end_to_end.py")
+F = "functional"
+
+ASSIGNMENTS = (
+    Assignment("linear", "Linear layer y = x W + b", L1, 5,
+               _targets(f"{F}.linear:linear_forward", f"{F}.linear:linear_backward"),
+               (_pair(f"{F}.linear", "linear", "linear"),)),
+    Assignment("relu", "ReLU", L3, 2,
+               _targets(f"{F}.activations:relu_forward", f"{F}.activations:relu_backward"),
+               (_pair(f"{F}.activations", "relu", "bct"),)),
+    Assignment("gelu", "GELU, exact (erf) and tanh approximation", L6, 5,
+               _targets(f"{F}.activations:gelu_forward", f"{F}.activations:gelu_backward"),
+               (_pair(f"{F}.activations", "gelu", "bct", approximate="none"),
+                _pair(f"{F}.activations", "gelu", "bct", approximate="tanh"))),
+    Assignment("softmax", "Softmax over the last axis", L1, 5,
+               _targets(f"{F}.softmax:softmax_forward", f"{F}.softmax:softmax_backward"),
+               (_pair(f"{F}.softmax", "softmax", "softmax"),)),
+    Assignment("cross_entropy", "Log-softmax and cross-entropy (label smoothing, ignore_index)", L5, 10,
+               _targets(f"{F}.softmax:log_softmax_forward", f"{F}.softmax:log_softmax_backward",
+                        f"{F}.cross_entropy:cross_entropy_forward",
+                        f"{F}.cross_entropy:cross_entropy_backward"),
+               (_pair(f"{F}.softmax", "log_softmax", "bct"),
+                _pair(f"{F}.cross_entropy", "cross_entropy", "cross_entropy"))),
+    Assignment("layernorm", "LayerNorm", L3, 10,
+               _targets(f"{F}.norm:layernorm_forward", f"{F}.norm:layernorm_backward"),
+               (_pair(f"{F}.norm", "layernorm", "layernorm"),)),
+    Assignment("rmsnorm", "RMSNorm", L6, 5,
+               _targets(f"{F}.norm:rmsnorm_forward", f"{F}.norm:rmsnorm_backward"),
+               (_pair(f"{F}.norm", "rmsnorm", "rmsnorm"),)),
+    Assignment("embedding", "Token embedding (a table lookup and its scatter-add)", L7, 5,
+               _targets(f"{F}.embedding:embedding_forward", f"{F}.embedding:embedding_backward"),
+               (_pair(f"{F}.embedding", "embedding", "embedding"),)),
+    Assignment("dropout", "Inverted dropout", L5, 3,
+               _targets(f"{F}.dropout:dropout_forward", f"{F}.dropout:dropout_backward"),
+               (_pair(f"{F}.dropout", "dropout", "dropout"),)),
+    Assignment("attention", "Scaled dot-product attention with masks", L1, 15,
+               _targets(f"{F}.attention:attention_forward", f"{F}.attention:attention_backward"),
+               (_pair(f"{F}.attention", "attention", "attention"),)),
+    Assignment("rope", "Rotary position embedding (RoPE)", L4, 5,
+               _targets(f"{F}.rope:rope_forward", f"{F}.rope:rope_backward"),
+               (_pair(f"{F}.rope", "rope", "bhtd"),)),
+    Assignment("mha", "Multi-head attention: the Module's backward", L2, 10,
+               _targets("layers.attention:MultiHeadAttention.backward"),
+               (Check("module", "mha", "layers.attention:MultiHeadAttention"),)),
+    Assignment("block", "A whole pre-norm block: Residual and DecoderBlock backward", L3, 10,
+               _targets("layers.residual:Residual.backward", "layers.blocks:DecoderBlock.backward"),
+               (Check("module", "block", "layers.blocks:DecoderBlock"),)),
+    Assignment("sinusoidal", "Sinusoidal position table (forward only)", L4, 3,
+               _targets(f"{F}.sinusoidal:sinusoidal_table"),
+               (Check("function", "sinusoidal", f"{F}.sinusoidal:sinusoidal_table"),)),
+    Assignment("causal_mask", "Causal mask (forward only)", L2, 2,
+               _targets(f"{F}.masks:causal_mask"),
+               (Check("function", "causal_mask", f"{F}.masks:causal_mask"),)),
+)
+
+BY_ID = {a.id: a for a in ASSIGNMENTS}
+
+
+def select(ids) -> list:
+    """The assignments named in ``ids`` ("all" = every one), in table order; KeyError names unknown ids."""
+    ids = list(ids)
+    if not ids or "all" in ids:
+        return list(ASSIGNMENTS)
+    unknown = [i for i in ids if i not in BY_ID]
+    if unknown:
+        raise KeyError(f"unknown assignment(s) {', '.join(unknown)}; known: {', '.join(BY_ID)}")
+    return [a for a in ASSIGNMENTS if a.id in ids]
+
+
+def exported_function_names(assignments) -> list:
+    """The functional/ function names a student writes (what PLAIN_ONLY must hold; methods excluded)."""
+    return sorted({t.qualname for a in assignments for t in a.targets if "." not in t.qualname})

@@ -1,0 +1,127 @@
+"""Compare a student's array with the reference's and say what is wrong, when a pattern fits.
+
+``compare(name, student, reference, ...)`` returns a ``Row``: name, shape, max abs
+error, relative error, OK / NOT OK, and a diagnosis. The diagnoses, tried in order:
+
+    wrong shape           (expected vs given; with "summed over axis a" when summing fixes it)
+    NaN / inf present
+    transposed            student ≈ ref.T (2-D) or ref.swapaxes(-1, -2)
+    off by a factor c     c = <s, r> / <r, r>; 2, 1/2, -1 (wrong sign), and the factors the
+                          drawer names (1/√D with D = 8, N_kept/N, ...)
+    summed over an axis   student constant along an axis where ref is not, and ≈ its sum/mean
+    masked positions      correct except where the drawer marks masked / ignored entries
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+TOL = 1e-7   # relative error of a correct float64 result is ~1e-12; a bug's is ~1
+
+
+@dataclass
+class Row:
+    name: str
+    shape: str
+    max_abs_error: float
+    rel_error: float
+    ok: bool
+    diagnosis: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def errors(s, r) -> tuple[float, float]:
+    """(max abs error, relative error = max abs error / max(|s|, |r|))."""
+    if s.size == 0:
+        return 0.0, 0.0
+    abs_err = float(np.max(np.abs(s - r)))
+    scale = max(float(np.max(np.abs(s))), float(np.max(np.abs(r))), 1e-300)
+    return abs_err, abs_err / scale
+
+
+def _close(s, r, tol=TOL) -> bool:
+    return s.shape == r.shape and errors(s, r)[1] <= tol
+
+
+def compare(name, student, reference, *, factors=None, masked=None, tol=TOL) -> Row:
+    """One row of the table; ``factors`` maps a label ("√D with D=8") to (value, hint),
+    ``masked`` is a bool array of the reference's shape marking masked/ignored entries."""
+    r = np.asarray(reference)
+    if student is None:
+        return Row(name, str(r.shape), float("nan"), float("nan"), False, "returned None")
+    s = np.asarray(student)
+    if s.shape != r.shape:
+        return Row(name, str(s.shape), float("nan"), float("nan"), False, _wrong_shape(s, r))
+    if r.dtype == bool or s.dtype == bool:
+        bad = int(np.sum(s.astype(bool) != r.astype(bool)))
+        return Row(name, str(r.shape), float(bad), float(bad) / max(r.size, 1), bad == 0,
+                   "" if bad == 0 else f"{bad} of {r.size} entries differ")
+    s, r = s.astype(np.float64), r.astype(np.float64)
+    if not np.all(np.isfinite(s)):
+        n_nan, n_inf = int(np.isnan(s).sum()), int(np.isinf(s).sum())
+        return Row(name, str(r.shape), float("nan"), float("nan"), False,
+                   f"NaN/inf present ({n_nan} NaN, {n_inf} inf)")
+    abs_err, rel = errors(s, r)
+    ok = rel <= tol
+    return Row(name, str(r.shape), abs_err, rel, ok, "" if ok else _diagnose(s, r, factors or {}, masked))
+
+
+def _wrong_shape(s, r) -> str:
+    text = f"wrong shape: expected {r.shape}, got {s.shape}"
+    swapped = r.swapaxes(-1, -2) if r.ndim >= 2 else r
+    if s.ndim == r.ndim >= 2 and s.shape == swapped.shape and _close(s, swapped):
+        return text + " (it is the transpose of the expected array)"
+    lead = s.ndim - r.ndim
+    if lead > 0 and s.shape[lead:] == r.shape and _close(s.sum(axis=tuple(range(lead))), r):
+        return text + (f" (summing it over the leading axes {tuple(range(lead))} gives the expected one: "
+                       "sum over every row)")
+    return text
+
+
+def _diagnose(s, r, factors, masked) -> str:
+    if s.ndim >= 2 and _close(s, r.swapaxes(-1, -2)):
+        return "transposed: it equals the reference with its last two axes swapped"
+    found = _factor(s, r, factors)
+    if found:
+        return found
+    axis = _summed_axis(s, r)
+    if axis:
+        return axis
+    if masked is not None and np.any(masked):
+        m = np.broadcast_to(np.asarray(masked, bool), r.shape)
+        if not np.all(m) and _close(s[~m], r[~m]) and not _close(s[m], r[m]):
+            return f"correct except at the {int(m.sum())} masked/ignored positions"
+    return ""
+
+
+def _factor(s, r, factors) -> str:
+    """factors: label -> (value, hint), e.g. "√D with D=8" -> (2.83, "forgot 1/√D?")."""
+    rr = float(np.sum(r * r))
+    if rr == 0.0:
+        return ""
+    c = float(np.sum(s * r)) / rr
+    if not _close(s, c * r, 1e-6):
+        return ""
+    if abs(c + 1) < 1e-6:
+        return "wrong sign (off by a factor -1)"
+    known = dict(factors)                  # the drawer's named factors first: they explain more
+    known.update({"2": (2.0, ""), "1/2": (0.5, "")})
+    for label, (value, hint) in known.items():
+        if value and abs(c / value - 1) < 1e-6:
+            return f"off by a factor {c:.3g} (≈ {label}{': ' + hint if hint else ''})"
+    return f"off by a factor {c:.3g}"
+
+
+def _summed_axis(s, r) -> str:
+    for a in range(s.ndim):
+        if s.shape[a] < 2 or np.ptp(s, axis=a).max() > 1e-9 * (np.abs(s).max() + 1e-300):
+            continue   # the student's array varies along a: not a reduction over a
+        for how, red in (("summed", r.sum(axis=a, keepdims=True)),
+                         ("averaged", r.mean(axis=a, keepdims=True))):
+            if _close(s, np.broadcast_to(red, r.shape)):
+                return f"{how} over axis {a} (size {s.shape[a]}) where it should not be"
+        return f"constant along axis {a} (size {s.shape[a]}): reduced over the wrong axis?"
+    return ""

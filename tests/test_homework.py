@@ -1,0 +1,192 @@
+"""Homework: export, grade, diagnose.
+
+Each grading test runs `homework check` once over a copy (one subprocess per
+assignment, ~1 s each) and asserts on its printed table and its Gradescope JSON.
+Bugs are planted by replacing one line of the exported solution copy.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+
+from minitransformer.cli import main
+from minitransformer.homework.assignments import ASSIGNMENTS, BY_ID, exported_function_names
+from minitransformer.homework.export import export, set_plain_only, stub_source
+
+ALL_POINTS = sum(a.points for a in ASSIGNMENTS)
+
+# assignment -> (file in the copy, the line as it is, the planted bug); each loses points in its assignment only
+BUGS = {
+    "attention": ("functional/attention.py", "    dk *= scale ", "    dk *= 1.0 "),
+    "linear": ("functional/linear.py", "dW = x2.T @ dy2", "dW = dy2.T @ x2"),
+    "softmax": ("functional/softmax.py", "    xp.subtract(dy, s, out=dx)", "    dx[...] = dy"),
+    "layernorm": ("functional/norm.py", "    dx -= mean_dxhat\n    dx -= xhat * mean_dxhat_xhat ", "    pass "),
+    "cross_entropy": ("functional/cross_entropy.py", "total / max(n_kept, 1)", "total / y.shape[0]"),
+    "relu": ("functional/activations.py", "    return dy * cache.positive", "    while True:\n        pass"),
+    "dropout": ("functional/dropout.py", "dx = dy * cache.mask ", "dx = dy * cache.keep "),
+}
+
+
+def _check(capsys, *argv):
+    code = main(["homework", "check", *map(str, argv)])
+    return code, capsys.readouterr().out
+
+
+def _section(out: str, assignment_id: str) -> str:
+    """The printed block of one assignment."""
+    start = out.index(f"== {assignment_id}:")
+    end = out.find("\n== ", start + 1)
+    return out[start:end if end > 0 else None]
+
+
+def test_every_assignment_with_solutions_gets_full_marks(tmp_path, capsys):
+    assert main(["homework", "export", "all", "--out", str(tmp_path), "--with-solutions"]) == 0
+    code, out = _check(capsys, tmp_path, "--json", tmp_path / "results.json")
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert code == 0, out
+    assert results["score"] == results["max_score"] == ALL_POINTS
+    assert {t["name"] for t in results["tests"]} == set(BY_ID)
+    assert "NOT OK" not in out
+
+
+def test_stubs_score_zero_as_not_implemented_without_traceback(tmp_path, capsys):
+    export(["all"], tmp_path)
+    code, out = _check(capsys, tmp_path, "--json", tmp_path / "results.json")
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert code == 1
+    assert results["score"] == 0 and results["max_score"] == ALL_POINTS
+    for test in results["tests"]:
+        assert test["score"] == 0 and "not implemented" in test["output"], test
+    assert "Traceback" not in out
+
+
+def test_planted_bugs_lose_points_in_their_own_assignment_with_a_diagnosis(tmp_path, capsys):
+    export(["all"], tmp_path, with_solutions=True)
+    for path, line, bug in BUGS.values():
+        file = tmp_path / "minitransformer" / path
+        source = file.read_text()
+        assert source.count(line) == 1, (path, line)
+        file.write_text(source.replace(line, bug))
+    ids = [*BUGS, "mha", "rope"]          # mha calls attention and linear: isolated, it still passes
+    code, out = _check(capsys, tmp_path, *ids, "--timeout", "4", "--json", tmp_path / "r.json")
+    scores = {t["name"]: (t["score"], t["max_score"]) for t in json.loads((tmp_path / "r.json").read_text())["tests"]}
+    assert code == 1
+    for a in BUGS:
+        assert scores[a][0] < scores[a][1], (a, _section(out, a))
+    assert scores["mha"][0] == scores["mha"][1] and scores["rope"][0] == scores["rope"][1], out
+    expected = {
+        "attention": "attention dk .*DIAGNOSIS: off by a factor 2.83 \\(≈ √D with D=8: forgot 1/√D\\?\\)",
+        "linear": "linear dW .*DIAGNOSIS: wrong shape: expected \\(\\d, \\d\\), got \\(\\d, \\d\\) "
+                  "\\(it is the transpose of the expected array\\)",
+        "softmax": "softmax dx .*DIAGNOSIS: matches y ⊙ dy: the -Σ_j dy_j y_j term is missing",
+        "layernorm": "layernorm dx .*DIAGNOSIS: matches dy ⊙ gamma · rstd: the mean terms",
+        "cross_entropy": "cross_entropy out .*DIAGNOSIS: off by a factor 0.\\d+ \\(≈ N_kept/N: "
+                         "averaged over the ignored targets too\\?\\)",
+        "relu": "timed out after 4 s",
+        "dropout": "exception: AttributeError: 'DropoutCache' object has no attribute 'keep' "
+                   "\\(at .*dropout.py:\\d+ in dropout_backward\\)",
+    }
+    for a, pattern in expected.items():
+        assert re.search(pattern, _section(out, a)), (a, _section(out, a))
+    assert "Traceback" not in out
+
+
+def test_gradescope_json_schema_and_exit_code_of_one_assignment(tmp_path, capsys):
+    export(["causal_mask"], tmp_path, with_solutions=True)
+    code, _ = _check(capsys, tmp_path, "causal_mask", "--json", tmp_path / "r.json")
+    results = json.loads((tmp_path / "r.json").read_text())
+    assert code == 0
+    assert set(results) == {"score", "max_score", "tests"}
+    (test,) = results["tests"]
+    assert set(test) == {"name", "score", "max_score", "output"}
+    assert test == {**test, "name": "causal_mask", "score": 2, "max_score": 2}
+    assert isinstance(test["output"], str) and "causal_mask out" in test["output"]
+
+
+def test_unknown_assignment_is_a_usage_error(tmp_path, capsys):
+    assert main(["homework", "export", "no_such", "--out", str(tmp_path)]) == 2
+    assert "unknown assignment" in capsys.readouterr().err
+
+
+def test_stub_keeps_signature_docstring_and_everything_else_byte_identical():
+    source = (Path(__file__).parents[1] / "minitransformer/functional/norm.py").read_text()
+    stubbed = stub_source(source, "layernorm_backward")
+    old, new = ast.parse(source), ast.parse(stubbed)
+    f_old = next(n for n in old.body if getattr(n, "name", "") == "layernorm_backward")
+    f_new = next(n for n in new.body if getattr(n, "name", "") == "layernorm_backward")
+    assert ast.get_docstring(f_new) == ast.get_docstring(f_old)
+    assert ast.unparse(f_new.args) == ast.unparse(f_old.args)
+    assert ast.unparse(f_new.body[-1]) == "raise NotImplementedError('layernorm_backward: implement me')"
+    lines_old, lines_new = source.splitlines(), stubbed.splitlines()
+    assert lines_new[:f_old.body[0].end_lineno] == lines_old[:f_old.body[0].end_lineno]
+    tail = len(lines_old) - f_old.end_lineno
+    assert lines_new[-tail:] == lines_old[-tail:]
+
+
+def test_plain_only_line_is_replaced_or_appended():
+    names = ["b_forward", "a_forward"]
+    line = "PLAIN_ONLY: frozenset[str] = frozenset({'a_forward', 'b_forward'})"
+    assert set_plain_only('"""doc."""\n', names).endswith(line + "\n")
+    replaced = set_plain_only('x = 1\nPLAIN_ONLY: frozenset[str] = frozenset({\n    "old",\n})\ny = 2\n', names)
+    assert replaced == f"x = 1\n{line}\ny = 2\n"
+
+
+def test_export_writes_plain_only_handout_and_starters(tmp_path):
+    export(["layernorm", "mha"], tmp_path)
+    kernels = (tmp_path / "minitransformer/functional/_kernels/__init__.py").read_text()
+    assert "PLAIN_ONLY: frozenset[str] = frozenset({'layernorm_backward', 'layernorm_forward'})" in kernels
+    assert exported_function_names([BY_ID["mha"]]) == []           # methods are not fast-twinned
+    handout = (tmp_path / "HOMEWORK.md").read_text()
+    assert "## layernorm" in handout and "rstd" in handout and "## mha" in handout
+    starter = (tmp_path / "starter_layernorm.py").read_text()
+    assert "# %%" in starter and 'numerical_check("layernorm")' in starter
+    compile(starter, "starter_layernorm.py", "exec")
+
+
+def test_list_names_every_assignment_and_its_lecture(capsys):
+    assert main(["homework", "list"]) == 0
+    out = capsys.readouterr().out
+    for a in ASSIGNMENTS:
+        assert a.id in out and a.lecture in out
+        assert (Path(__file__).parents[1] / a.lecture).exists()
+    assert "layers.attention:MultiHeadAttention.backward" in out
+
+
+def test_gradcheck_cli_checks_a_students_own_pair_with_a_diagnosis(tmp_path, capsys):
+    (tmp_path / "mine.py").write_text(
+        "def softmax_forward(x):\n"
+        "    import numpy as np\n"
+        "    e = np.exp(x - x.max(-1, keepdims=True))\n"
+        "    y = e / e.sum(-1, keepdims=True)\n"
+        "    return y, y\n"
+        "def softmax_backward(dy, y):\n"
+        "    return -y * (dy - (dy * y).sum(-1, keepdims=True))\n")
+    assert main(["gradcheck", f"{tmp_path / 'mine.py'}:softmax_forward:softmax_backward"]) == 1
+    out = capsys.readouterr().out
+    assert "DIAGNOSIS: wrong sign" in out and "numerical dx" in out and "NOT OK" in out
+
+
+def test_diagnoses_of_common_mistakes_without_a_subprocess():
+    from minitransformer.homework.diagnose import compare
+    rng = np.random.default_rng(0)
+    r = rng.standard_normal((3, 4, 5))
+    assert compare("x", r + 1e-14, r).ok
+    assert compare("x", -r, r).diagnosis == "wrong sign (off by a factor -1)"
+    assert compare("x", r / 8 ** 0.5, r, factors={"1/√D with D=8": (8 ** -0.5, "applied 1/√D twice?")}
+                   ).diagnosis == "off by a factor 0.354 (≈ 1/√D with D=8: applied 1/√D twice?)"
+    assert compare("x", r.swapaxes(-1, -2), r).diagnosis.startswith(
+        "wrong shape: expected (3, 4, 5), got (3, 5, 4) (it is the transpose")
+    square = rng.standard_normal((4, 4))
+    assert compare("W", square.T, square).diagnosis.startswith("transposed")
+    summed = np.broadcast_to(r.sum(axis=1, keepdims=True), r.shape)
+    assert compare("x", summed, r).diagnosis == "summed over axis 1 (size 4) where it should not be"
+    ignored = np.zeros(r.shape, bool)
+    ignored[0] = True
+    wrong_there = np.where(ignored, 1.0, r)
+    assert compare("x", wrong_there, r, masked=ignored).diagnosis == "correct except at the 20 masked/ignored positions"
+    assert compare("x", np.where(ignored, np.nan, r), r).diagnosis == "NaN/inf present (20 NaN, 0 inf)"
+    assert compare("db", np.ones((3, 5)), np.full(5, 3.0)).diagnosis.endswith("gives the expected one: sum over every row)")
