@@ -35,6 +35,7 @@ import numpy as np
 
 from .. import init
 from ..backend import default_rng, get_xp
+from ..functional._kernels import fast
 from ..functional import masks
 from ..functional.alibi import alibi_bias, alibi_slopes
 from ..functional.attention import attention_backward, attention_forward
@@ -134,7 +135,7 @@ class MultiHeadAttention(Module):
             q, k, v, caches = self._project_self(x, kv_cache)
         mask = masks.combine_masks(self._time_mask(T, S, xp), padding)
         bias = self._alibi_bias(T, S, xp) if self.slopes is not None else None
-        o, attn = attention_forward(q, k, v, mask, bias)                     # (B, H, T, D)
+        o, attn = fast(attention_forward)(q, k, v, mask, bias)                     # (B, H, T, D)
         y, out = linear_forward(merge_heads(o), self.W_o, self.params.get("b_o"))  # (B, T, C)
         self._decoding = kv_cache is not None
         self._save(None if self._decoding else MHACache(*caches, attn, out))
@@ -178,7 +179,7 @@ class MultiHeadAttention(Module):
         proj, proj_kv, rope, attn, out = self._pop_cache()
         do, dW_o, db_o = linear_backward(dy, out)                            # (B, T, H·D)
         self._accumulate_pair("W_o", dW_o, "b_o", db_o)
-        dq, dk, dv = attention_backward(split_heads(do, self.head_dim), attn)[:3]  # ALiBi: no gradient
+        dq, dk, dv = fast(attention_backward)(split_heads(do, self.head_dim), attn)[:3]  # ALiBi: no gradient
         if self.cross:
             dx, dW_q, db_q = linear_backward(merge_heads(dq), proj)         # (B, T, C)
             self._accumulate_pair("W_q", dW_q, "b_q", db_q)
