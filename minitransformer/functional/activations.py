@@ -107,20 +107,23 @@ def gelu_forward(x, approximate: str = "none"):
     if approximate == "tanh":
         return _gelu_tanh_forward(x)
     xp = get_xp(x)
-    Phi = 0.5 * erfc(x * -_SQRT_HALF)          # (...) Φ(x) = ½ erfc(-x/√2)
-    phi = _INV_SQRT_2PI * xp.exp(-0.5 * x * x) # (...) φ(x) = exp(-x²/2) / √(2π)
+    z = x * -_SQRT_HALF                        # (...) -x/√2
+    Phi = 0.5 * erfc(z)                        # (...) Φ(x) = ½ erfc(-x/√2)
+    x2 = x * x                                 # (...)
+    phi = _INV_SQRT_2PI * xp.exp(-0.5 * x2)    # (...) φ(x) = exp(-x²/2) / √(2π)
     y = x * Phi                                # (...)
-    dydx = Phi + x * phi                       # (...) gelu'(x)
+    dydx = Phi + x * phi                       # (...) gelu'(x) = Φ(x) + x φ(x)
     return y, GeluCache(dydx)
 
 
 def _gelu_tanh_forward(x):
     """y = x σ(2u), u = √(2/π)(x + 0.044715 x³); dydx = σ(2u) + y (1 - σ(2u)) 2u'."""
-    x3 = x * x * x                             # (...)
-    u = _C * (x + _GELU_K * x3)                # (...)
+    x2 = x * x                                 # (...)
+    x3 = x2 * x                                # (...)
+    u = _C * (x + _GELU_K * x3)                # (...) u = √(2/π)(x + k x³)
     s = _sigmoid(2.0 * u)                      # (...) σ(2u) = ½ (1 + tanh u)
     y = x * s                                  # (...)
-    du2 = _TWO_C * (1.0 + 3.0 * _GELU_K * x * x)   # (...) 2u'
+    du2 = _TWO_C * (1.0 + 3.0 * _GELU_K * x2)  # (...) 2u' = 2√(2/π)(1 + 3k x²)
     dydx = s + y * (1.0 - s) * du2             # (...) gelu_tanh'(x)
     return y, GeluCache(dydx)
 

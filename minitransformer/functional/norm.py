@@ -77,9 +77,11 @@ def layernorm_forward(x, gamma, beta, eps: float = 1e-5):
     xc = x - mu                                                # (..., C) centred
     xc2 = xc * xc                                              # (..., C)
     var = xc2.mean(axis=-1, keepdims=True)                     # (..., 1) σ², biased: / C
-    rstd = 1.0 / xp.sqrt(var + eps)                            # (..., 1) eps inside the root
+    std = xp.sqrt(var + eps)                                   # (..., 1) eps inside the root
+    rstd = 1.0 / std                                           # (..., 1)
     xhat = xc * rstd                                           # (..., C)
-    y = gamma * xhat + beta                                    # (..., C)
+    gamma_xhat = gamma * xhat                                  # (..., C)
+    y = gamma_xhat + beta                                      # (..., C)
     return y, LayerNormCache(xhat, rstd, gamma)
 
 
@@ -102,11 +104,11 @@ def layernorm_backward(dy, cache: LayerNormCache):
     Inputs: dy (..., C), the cache. Returns: dx (..., C), dgamma (C,), dbeta (C,).
     """
     xhat, rstd, gamma = cache
-    dbeta = _sum_rows(dy)                                      # (C,)     reverses: y = gamma * xhat + beta
-    dgamma = _sum_rows(dy * xhat)                              # (C,)     reverses: y = gamma * xhat + beta
-    dxhat = dy * gamma                                         # (..., C) reverses: y = gamma * xhat + beta
+    dbeta = _sum_rows(dy)                                      # (C,)     reverses: y = gamma_xhat + beta
+    dgamma = _sum_rows(dy * xhat)                              # (C,)     reverses: gamma_xhat = gamma * xhat
+    dxhat = dy * gamma                                         # (..., C) reverses: gamma_xhat = gamma * xhat
     mean_dxhat = dxhat.mean(axis=-1, keepdims=True)            # (..., 1) reverses: xc = x - mu (through mu)
-    mean_dxhat_xhat = (dxhat * xhat).mean(axis=-1, keepdims=True)  # (..., 1) reverses: rstd = 1/√(var + eps)
+    mean_dxhat_xhat = (dxhat * xhat).mean(axis=-1, keepdims=True)  # (..., 1) reverses: var = mean(xc2), rstd = 1 / std
     dx = rstd * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat)  # (..., C) reverses: xhat = xc * rstd
     return dx, dgamma, dbeta
 
@@ -121,7 +123,8 @@ def rmsnorm_forward(x, gamma, eps: float = 1e-6):
     eps = _check_norm_inputs(x, gamma, None, eps)
     x2 = x * x                                                 # (..., C)
     ms = x2.mean(axis=-1, keepdims=True)                       # (..., 1) mean(x²)
-    rstd = 1.0 / xp.sqrt(ms + eps)                             # (..., 1)
+    rms = xp.sqrt(ms + eps)                                    # (..., 1) eps inside the root
+    rstd = 1.0 / rms                                           # (..., 1)
     xhat = x * rstd                                            # (..., C)
     y = gamma * xhat                                           # (..., C)
     return y, RMSNormCache(xhat, rstd, gamma)
@@ -142,6 +145,6 @@ def rmsnorm_backward(dy, cache: RMSNormCache):
     xhat, rstd, gamma = cache
     dgamma = _sum_rows(dy * xhat)                              # (C,)     reverses: y = gamma * xhat
     dxhat = dy * gamma                                         # (..., C) reverses: y = gamma * xhat
-    mean_dxhat_xhat = (dxhat * xhat).mean(axis=-1, keepdims=True)  # (..., 1) reverses: rstd = 1/√(ms + eps)
+    mean_dxhat_xhat = (dxhat * xhat).mean(axis=-1, keepdims=True)  # (..., 1) reverses: ms = mean(x2), rstd = 1 / rms
     dx = rstd * (dxhat - xhat * mean_dxhat_xhat)               # (..., C) reverses: xhat = x * rstd
     return dx, dgamma
