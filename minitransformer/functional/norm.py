@@ -99,7 +99,7 @@ def layernorm_backward(dy, cache: LayerNormCache):
 
     Summing dxhat_j ∂xhat_j/∂x_i over j gives the line above. The code evaluates
     it with 1/C moved inside: dx = rstd · (dxhat - mean(dxhat) - xhat · mean(dxhat ⊙ xhat)).
-    The three lines of dx together reverse the five forward lines from mu to xhat.
+    The last three lines together reverse the forward lines from mu to xhat.
 
     Inputs: dy (..., C), the cache. Returns: dx (..., C), dgamma (C,), dbeta (C,).
     """
