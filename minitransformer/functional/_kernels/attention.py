@@ -7,6 +7,7 @@ with dscores (the fast softmax, softmax.py here).
 """
 from __future__ import annotations
 
+from ...validate import check_same_shape
 from ..attention import AttentionCache, _check_inputs, _sum_to_shape
 from ..masks import additive_mask
 from ..softmax import SoftmaxCache
@@ -34,7 +35,6 @@ def attention_forward(q, k, v, mask=None, bias=None):
 
 def attention_backward(dout, cache: AttentionCache):
     """Twin of functional.attention.attention_backward."""
-    from ...validate import check_same_shape
     q_grouped, k_scaled, v, P, scale, bias_shape = cache
     B, n_kv_head, rT, D = q_grouped.shape
     H, T, S = P.shape[1:]
