@@ -37,8 +37,9 @@ def linear_forward(x, W, b=None):
         check_ndim("b", b, 1, "(d_out,)")
         check_dim("b", b, 0, W.shape[1], "d_out, the columns of W")
     x_rows = x.reshape(-1, x.shape[-1])         # (N, d_in) a view of contiguous x
-    xW = x_rows @ W                             # (N, d_out)
-    h = xW if b is None else xW + b             # (N, d_out)
+    h = x_rows @ W                              # (N, d_out) x W ...
+    if b is not None:
+        h += b                                  # (N, d_out) ... + b, in place on the fresh product (hot path)
     y = h.reshape(x.shape[:-1] + (W.shape[1],)) # (..., d_out)
     return y, LinearCache(x, W, b is not None)
 
@@ -48,8 +49,8 @@ def linear_backward(dy, cache: LinearCache):
     x, W, has_bias = cache
     x_rows = x.reshape(-1, x.shape[-1])                     # (N, d_in)
     dh = dy.reshape(-1, dy.shape[-1])                       # (N, d_out)   reverses: y = h.reshape(...)
-    db = col_sum(dh) if has_bias else None                  # (d_out,)     reverses: h = xW + b (Σ over rows, as ones @ dh)
-    dx_rows = dh @ W.T                                      # (N, d_in)    reverses: xW = x_rows @ W
-    dW = x_rows.T @ dh                                      # (d_in, d_out) reverses: xW = x_rows @ W
+    db = col_sum(dh) if has_bias else None                  # (d_out,)     reverses: h += b (Σ over rows, as ones @ dh)
+    dx_rows = dh @ W.T                                      # (N, d_in)    reverses: h = x_rows @ W
+    dW = x_rows.T @ dh                                      # (d_in, d_out) reverses: h = x_rows @ W
     dx = dx_rows.reshape(x.shape)                           # (..., d_in)  reverses: x_rows = x.reshape(-1, d_in)
     return dx, dW, db
