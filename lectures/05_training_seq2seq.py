@@ -88,7 +88,7 @@ for b in range(3):
 eps = 0.1
 z = np.array([[2.0, -1.0, 0.5, 0.0, 1.0]])                 # (N=1, 5) logits
 y = np.array([0])
-loss, ce_cache = cross_entropy_forward(z, y, label_smoothing=eps)
+loss, ce_cache = cross_entropy_forward(z, y, smoothing=eps)
 Vz = z.shape[1]
 p_math = [math.exp(zc) / sum(math.exp(zj) for zj in z[0]) for zc in z[0]]
 q_math = [(1 - eps) * (c == y[0]) + eps / Vz for c in range(Vz)]
@@ -104,10 +104,10 @@ def entropy(probs):
 
 q_V = [(1 - eps) * (c == 0) + eps / V for c in range(V)]  # the smoothed target for our task, V = 13
 floor = entropy(q_V)
-loss_at_q = float(cross_entropy_forward(np.log(np.array([q_V])), np.array([0]), label_smoothing=eps)[0])
+loss_at_q = float(cross_entropy_forward(np.log(np.array([q_V])), np.array([0]), smoothing=eps)[0])
 print(f"with V = {V}: the smallest possible smoothed loss H(q) = {floor:.4f}; "
       f"the loss at p = q: {loss_at_q:.4f}")
-label_smoothing(V=8, eps=eps, path=OUT / "05_label_smoothing.png")
+label_smoothing(V=8, smoothing=eps, path=OUT / "05_label_smoothing.png")
 
 # %% [markdown]
 # ## 3. Warmup

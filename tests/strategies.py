@@ -30,10 +30,10 @@ def integer_ids(seed: int, shape, high: int, dtype=np.int64) -> np.ndarray:
 
 @st.composite
 def head_counts(draw, max_heads: int = 4):
-    """(H, K): H query heads and K kv heads, K a divisor of H (K = H multi-head, K = 1 multi-query)."""
+    """(H, G): H query heads and G kv heads, G a divisor of H (G = H multi-head, G = 1 multi-query)."""
     H = draw(st.integers(1, max_heads))
-    K = draw(st.sampled_from([k for k in range(1, H + 1) if H % k == 0]))
-    return H, K
+    n_kv_head = draw(st.sampled_from([g for g in range(1, H + 1) if H % g == 0]))
+    return H, n_kv_head
 
 
 def uniform_array(seed: int, shape, bound: float, dtype=np.float64) -> np.ndarray:

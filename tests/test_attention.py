@@ -157,7 +157,7 @@ def test_errors_name_the_argument():
         attention_forward(q[0], k, k)
     with pytest.raises(ValueError, match="k: expected size 3 \\(D, the head dim of q\\)"):
         attention_forward(q, k[..., :2], k[..., :2])
-    with pytest.raises(ValueError, match="k: expected a number of kv heads K dividing the H=4"):
+    with pytest.raises(ValueError, match="k: expected a number of kv heads G dividing the H=4"):
         attention_forward(q, np.zeros((1, 3, 5, 3)), np.zeros((1, 3, 5, 3)))
     with pytest.raises(ValueError, match="v: expected shape \\(1, 2, 5, 3\\)"):
         attention_forward(q, k, k[:, :, :4])

@@ -157,8 +157,8 @@ def test_attention_pair_with_mask_bias_and_groups():
 def test_cross_entropy_with_ignored_targets_and_smoothing():
     logits = _normal((2, 4, 7))
     targets = np.array([[1, 2, -100, 6], [0, -100, 3, 3]])
-    loss, cache = cross_entropy_forward(logits, targets, label_smoothing=0.1)
-    loss_dev, cache_dev = cross_entropy_forward(to_strict(logits), to_strict(targets), label_smoothing=0.1)
+    loss, cache = cross_entropy_forward(logits, targets, smoothing=0.1)
+    loss_dev, cache_dev = cross_entropy_forward(to_strict(logits), to_strict(targets), smoothing=0.1)
     _same(np.asarray(loss), loss_dev, "loss")
     _same(cross_entropy_backward(1.0, cache), cross_entropy_backward(1.0, cache_dev), "dlogits")
 

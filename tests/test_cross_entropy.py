@@ -42,7 +42,7 @@ def _hand_log_softmax(z):
 def test_cross_entropy_pair_gradients(lead, V, eps, scale, seed):
     inputs = {"logits": normal_array(seed + 1, lead + (V,), scale), "targets": _targets(seed + 2, lead, V)}
     result = check_pair(cross_entropy_forward, cross_entropy_backward, inputs, wrt=("logits",),
-                        kwargs={"label_smoothing": eps}, seed=seed, tol=TOL, h=1e-5)
+                        kwargs={"smoothing": eps}, seed=seed, tol=TOL, h=1e-5)
     assert result.ok, str(result)
 
 
@@ -71,7 +71,7 @@ def test_label_smoothing_is_cross_entropy_with_the_smoothed_target(V, eps, seed)
     z, t = normal_array(seed, (4, V)), integer_ids(seed + 1, (4,), V)
     q = (1 - eps) * np.eye(V)[t] + eps / V
     expected = np.mean(-(q * _hand_log_softmax(z)).sum(axis=-1))
-    loss, cache = cross_entropy_forward(z, t, label_smoothing=eps)
+    loss, cache = cross_entropy_forward(z, t, smoothing=eps)
     np.testing.assert_allclose(loss, expected, rtol=1e-12)
     # ... and the gradient is (softmax - q) / N.
     p = np.exp(_hand_log_softmax(z))
@@ -80,8 +80,8 @@ def test_label_smoothing_is_cross_entropy_with_the_smoothed_target(V, eps, seed)
 
 def test_ignored_rows_get_zero_gradient_and_the_mean_skips_them():
     z, t = normal_array(0, (5, 4)), np.array([1, -100, 3, -100, 0])
-    loss, cache = cross_entropy_forward(z, t, label_smoothing=0.2)
-    loss_kept, _ = cross_entropy_forward(z[t != -100], t[t != -100], label_smoothing=0.2)
+    loss, cache = cross_entropy_forward(z, t, smoothing=0.2)
+    loss_kept, _ = cross_entropy_forward(z[t != -100], t[t != -100], smoothing=0.2)
     np.testing.assert_allclose(loss, loss_kept, rtol=1e-14)
     dz = cross_entropy_backward(2.0, cache)
     np.testing.assert_array_equal(dz[t == -100], 0.0)
@@ -92,7 +92,7 @@ def test_ignored_rows_get_zero_gradient_and_the_mean_skips_them():
 def test_all_ignored_batch_gives_zero_loss_and_zero_gradient(eps):
     z, t = normal_array(0, (2, 3, 5)), np.full((2, 3), -100)
     z[0, 0, 0] = -np.inf                                 # even a -inf logit on an ignored row: no NaN
-    loss, cache = cross_entropy_forward(z, t, label_smoothing=eps)
+    loss, cache = cross_entropy_forward(z, t, smoothing=eps)
     assert loss.shape == () and float(loss) == 0.0
     dz = cross_entropy_backward(1.0, cache)
     assert dz.shape == z.shape and np.all(dz == 0.0)
@@ -101,18 +101,18 @@ def test_all_ignored_batch_gives_zero_loss_and_zero_gradient(eps):
 @given(scale=big_scales, dtype=st.sampled_from([np.float32, np.float64]), eps=smoothings, seed=seeds)
 def test_finite_for_huge_logits(scale, dtype, eps, seed):
     z, t = normal_array(seed, (3, 4, 7), scale, dtype), integer_ids(seed + 1, (3, 4), 7)
-    loss, cache = cross_entropy_forward(z, t, label_smoothing=eps)
+    loss, cache = cross_entropy_forward(z, t, smoothing=eps)
     dz = cross_entropy_backward(1.0, cache)
     assert np.isfinite(loss) and np.all(np.isfinite(dz))
     assert loss.dtype == dtype and dz.dtype == dtype
     # The float32 loss agrees with the float64 one to float32 precision (relative 1e-5).
-    loss64, _ = cross_entropy_forward(z.astype(np.float64), t, label_smoothing=eps)
+    loss64, _ = cross_entropy_forward(z.astype(np.float64), t, smoothing=eps)
     np.testing.assert_allclose(loss, loss64, rtol=1e-5)
 
 
 def test_float32_in_float32_out_even_with_a_float64_dloss():
     z, t = normal_array(0, (2, 3, 5), dtype=np.float32), integer_ids(1, (2, 3), 5)
-    loss, cache = cross_entropy_forward(z, t, label_smoothing=0.1)
+    loss, cache = cross_entropy_forward(z, t, smoothing=0.1)
     assert loss.dtype == np.float32 and loss.shape == ()
     assert cross_entropy_backward(np.float64(1.0), cache).dtype == np.float32
     loss_fn = CrossEntropyLoss()
@@ -137,8 +137,8 @@ def test_errors_name_the_argument():
         cross_entropy_forward(np.float64(1.0), np.int64(0))
     with pytest.raises(TypeError, match=r"logits: expected a floating point array"):
         cross_entropy_forward(np.zeros((2, 5), np.int64), np.zeros(2, np.int64))
-    with pytest.raises(ValueError, match=r"label_smoothing: expected a number in \[0.0, 1.0\]"):
-        cross_entropy_forward(z, np.zeros((2, 3), np.int64), label_smoothing=1.5)
+    with pytest.raises(ValueError, match=r"smoothing: expected a number in \[0.0, 1.0\]"):
+        cross_entropy_forward(z, np.zeros((2, 3), np.int64), smoothing=1.5)
     with pytest.raises(TypeError, match=r"ignore_index: expected an integer"):
         CrossEntropyLoss(ignore_index=-100.0)
 

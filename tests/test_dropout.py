@@ -23,7 +23,7 @@ def _mask(seed, shape, p):
 @given(shape=shapes(max_dims=3), p=probabilities, seed=seeds)
 def test_dropout_pair_gradients_with_a_fixed_mask(shape, p, seed):
     inputs = {"x": normal_array(seed + 1, shape)}       # seed itself feeds the checker's upstream
-    kwargs = {"p": p, "mask": _mask(seed + 2, shape, p)}
+    kwargs = {"p_drop": p, "mask": _mask(seed + 2, shape, p)}
     result = check_pair(dropout_forward, dropout_backward, inputs, kwargs=kwargs, seed=seed, tol=TOL)
     assert result.ok, str(result)
 
@@ -94,11 +94,11 @@ def test_float32_in_float32_out():
 def test_errors_name_the_argument():
     x, rng = np.zeros((2, 3)), np.random.default_rng(0)
     for p in (1.0, -0.1, 1.5):
-        with pytest.raises(ValueError, match=r"p: expected a number in \[0.0, 1.0\)"):
+        with pytest.raises(ValueError, match=r"p_drop: expected a number in \[0.0, 1.0\)"):
             dropout_forward(x, p, rng=rng)
-    with pytest.raises(TypeError, match=r"p: expected a real number"):
+    with pytest.raises(TypeError, match=r"p_drop: expected a real number"):
         dropout_forward(x, "0.1", rng=rng)
-    with pytest.raises(ValueError, match=r"rng: dropout with p=0.1 in training needs a generator"):
+    with pytest.raises(ValueError, match=r"rng: dropout with p_drop=0.1 in training needs a generator"):
         dropout_forward(x, 0.1)
     with pytest.raises(ValueError, match=r"mask: expected shape \(2, 3\)"):
         dropout_forward(x, 0.1, mask=np.ones((3, 2), bool))

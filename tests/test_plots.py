@@ -88,7 +88,7 @@ def test_warmup_cosine_curve_hits_its_landmarks():
 @given(V=st.integers(2, 12), data=st.data(), eps=st.sampled_from([0.0, 0.05, 0.1, 0.5, 1.0]))
 def test_label_smoothing_target_is_the_formula(V, data, eps):
     target = data.draw(st.integers(0, V - 1))
-    _, d = label_smoothing(V=V, target=target, eps=eps)
+    _, d = label_smoothing(V=V, target=target, smoothing=eps)
     onehot = np.eye(V)[target]
     np.testing.assert_allclose(d["smoothed"], (1 - eps) * onehot + eps / V, atol=1e-15)
     np.testing.assert_allclose(d["hard"], onehot, atol=1e-15)

@@ -5,7 +5,7 @@ For each position n with target y_n != ignore_index, with log p = log_softmax(z_
     ℓ_n = (1 - ε) · (-log p_{y_n})  +  ε · mean_c (-log p_c)      (all V classes)
     L   = Σ_kept ℓ_n / N_kept,                 N_kept = #{n : y_n != ignore_index}
 
-ε = label_smoothing (Szegedy et al., 2016): the target distribution is
+ε = smoothing, label smoothing (Szegedy et al., 2016): the target distribution is
 q = (1 - ε) · onehot(y) + ε / V, and ℓ_n is the cross-entropy -Σ_c q_c log p_c.
 ε = 0 gives the plain negative log-likelihood. log p comes from
 ``log_softmax_forward``: the log-sum-exp with the row max subtracted, so logits
@@ -19,6 +19,12 @@ Backward (the softmax and the log cancel into a simple difference):
     dz_n = dL · (softmax(z_n) - q_n) / N_kept        on kept rows,   0 on ignored rows
 
 Shapes: logits (..., V), targets (...) integers; flattened to N = prod(...) rows.
+
+Stored vs recomputed: the cache keeps log p (N, V); softmax = exp(log p) is
+recomputed in backward (one pass) rather than stored as a second (N, V) array.
+
+This is the plain form. The training step calls a twin with the same arguments
+and cache (functional/_kernels/cross_entropy.py); a test ties the two.
 """
 from __future__ import annotations
 
@@ -36,39 +42,49 @@ class CrossEntropyCache(NamedTuple):
     targets: object         # (N,) targets with ignored ones replaced by class 0 (a safe index)
     keep: object            # (N,) bool, False on ignored rows
     n_kept: int             # N_kept, the denominator of the mean
-    label_smoothing: float  # ε
+    smoothing: float        # ε
     logits_shape: tuple     # (..., V), the shape of dlogits
 
 
-def cross_entropy_forward(logits, targets, ignore_index: int = -100, label_smoothing: float = 0.0):
-    """L = mean over kept targets of (1-ε)(-log p_y) + ε · mean_c(-log p_c).
-
-    Inputs: logits (..., V) floating point; targets (...) integers in [0, V) or == ignore_index;
-            ignore_index (int); label_smoothing ε in [0, 1].
-    Returns: L as a 0-d array of logits' dtype (0.0 when every target is ignored),
-             CrossEntropyCache.
-    """
-    xp = get_xp(logits, targets)
+def _check_inputs(logits, targets, ignore_index, smoothing):
+    """Validate the forward's arguments; returns V, ignore_index (int), ε (float)."""
     check_min_ndim("logits", logits, 1)
     check_float("logits", logits)
     V = logits.shape[-1]
     ignore_index = check_int("ignore_index", ignore_index)
-    eps = check_number("label_smoothing", label_smoothing, low=0.0, high=1.0)
+    eps = check_number("smoothing", smoothing, low=0.0, high=1.0)
     if V == 0:
         raise ValueError(f"logits: expected at least 1 class on the last axis, got shape {tuple(logits.shape)}")
     check_same_shape("targets", targets, logits.shape[:-1])
     check_class_targets("targets", targets, V, ignore_index)
-    logp, _ = log_softmax_forward(logits.reshape(-1, V), axis=-1)  # (N, V)
-    y = targets.reshape(-1)                                    # (N,)
-    keep = y != ignore_index                                   # (N,)
-    y = xp.where(keep, y, 0)                                   # (N,) ignored rows read class 0, unused
+    return V, ignore_index, eps
+
+
+def cross_entropy_forward(logits, targets, ignore_index: int = -100, smoothing: float = 0.0):
+    """L = mean over kept targets of (1-ε)(-log p_y) + ε · mean_c(-log p_c).
+
+    Inputs: logits (..., V) floating point; targets (...) integers in [0, V) or == ignore_index;
+            ignore_index (int); smoothing ε in [0, 1].
+    Returns: L as a 0-d array of logits' dtype (0.0 when every target is ignored),
+             CrossEntropyCache.
+    """
+    xp = get_xp(logits, targets)
+    V, ignore_index, eps = _check_inputs(logits, targets, ignore_index, smoothing)
+    z = logits.reshape(-1, V)                                  # (N, V)
+    logp, _ = log_softmax_forward(z, axis=-1)                  # (N, V)
+    targets_flat = targets.reshape(-1)                         # (N,)
+    keep = targets_flat != ignore_index                        # (N,)
+    y = xp.where(keep, targets_flat, 0)                        # (N,) ignored rows read class 0, unused
     n_kept = int(keep.sum())
-    loss_n = -logp[xp.arange(y.shape[0]), y]                   # (N,) -log p_y
+    nll = -logp[xp.arange(y.shape[0]), y]                      # (N,) -log p_y
     if eps > 0.0:
-        loss_n *= 1.0 - eps
-        loss_n -= eps * logp.mean(axis=-1)                     # (N,) + ε · mean_c(-log p_c)
-    total = xp.where(keep, loss_n, 0).sum()                    # where, not *: an ignored row may be inf
-    loss = xp.asarray(total / max(n_kept, 1), dtype=logits.dtype)  # 0-d; 0 / 1 when all are ignored
+        smooth = -logp.mean(axis=-1)                           # (N,) mean_c(-log p_c)
+        loss_n = (1.0 - eps) * nll + eps * smooth              # (N,)
+    else:
+        loss_n = nll                                           # (N,) ε = 0: skip the mean (a -inf log p would give 0·inf)
+    kept_loss = xp.where(keep, loss_n, 0)                      # (N,) where, not *: an ignored row may be inf
+    total = kept_loss.sum()                                    # ()
+    loss = xp.asarray(total / max(n_kept, 1), dtype=logits.dtype)  # () 0 / 1 when all are ignored
     return loss, CrossEntropyCache(logp, y, keep, n_kept, eps, tuple(logits.shape))
 
 
@@ -82,11 +98,10 @@ def cross_entropy_backward(dloss, cache: CrossEntropyCache):
     xp = get_xp(cache.logp)
     logp, y, keep, n_kept, eps, shape = cache
     V = logp.shape[-1]
-    dz = xp.exp(logp)                                          # (N, V) softmax, from the log-probs
-    dz[xp.arange(y.shape[0]), y] -= 1.0 - eps                  # - (1 - ε) onehot(y)
-    if eps > 0.0:
-        dz -= eps / V                                          # - ε / V
-    row_scale = keep.astype(dz.dtype)                          # (N,) 1 kept, 0 ignored
-    row_scale *= float(dloss) / max(n_kept, 1)                 # float(): a float64 dloss must not promote
-    dz *= row_scale[:, None]                                   # (N, V)
-    return dz.reshape(shape)
+    p = xp.exp(logp)                                           # (N, V) softmax, from the log-probs
+    q = xp.full(p.shape, eps / V, dtype=p.dtype)               # (N, V) ε / V ...
+    q[xp.arange(y.shape[0]), y] += 1.0 - eps                   # (N, V) ... + (1 - ε) onehot(y)
+    dz_n = p - q                                               # (N, V) reverses: loss_n = -Σ_c q_c logp_c, logp = log_softmax(z)
+    dloss_n = keep.astype(p.dtype) * (float(dloss) / max(n_kept, 1))  # (N,) reverses: loss = Σ_kept loss_n / N_kept
+    dz = dz_n * dloss_n[:, None]                               # (N, V)
+    return dz.reshape(shape)                                   # (..., V) reverses: z = logits.reshape(-1, V)

@@ -1,20 +1,21 @@
 """Dropout (Srivastava et al., 2014) with inverted scaling.
 
-    m ~ Bernoulli(1 - p)  elementwise (True = keep),      y = x ⊙ m / (1 - p)
+    m ~ Bernoulli(1 - p_drop)  elementwise (True = keep),      y = x ⊙ m / (1 - p_drop)
 
-``p`` is the probability of DROPPING an entry. Dividing the kept entries by
-1 - p at training time makes E[y] = x, so evaluation needs no rescaling: there
-dropout is the identity. It is also the identity for p == 0.
+``p_drop`` is the probability of DROPPING an entry. Dividing the kept entries by
+1 - p_drop at training time makes E[y] = x, so evaluation needs no rescaling: there
+dropout is the identity. It is also the identity for p_drop == 0.
 
-The mask comes from an explicit generator, ``rng.random(x.shape, dtype) >= p``
-(each draw is uniform on [0, 1), so it is >= p with probability 1 - p), or is
-given (``mask``), e.g. to replay a forward. Drawing in x's dtype halves the cost
-of float32 draws. A NumPy generator with CuPy arrays works (the draws are copied
+The mask comes from an explicit generator, ``rng.random(x.shape, dtype) >= p_drop``
+(each draw is uniform on [0, 1), so it is >= p_drop with probability 1 - p_drop), or
+is given (``mask``), e.g. to replay a forward. The draws are made in x's dtype. A NumPy generator with CuPy arrays works (the draws are copied
 to the device); a CuPy generator avoids that copy.
 
 Identity path: the output IS the input (no copy, no work); the cache records it.
 
-Backward, reversing y = x ⊙ m / (1 - p):   dx = dy ⊙ m / (1 - p).
+Stored: the boolean mask m (1 byte an entry) and the scale; x is not kept.
+
+Backward, reversing y = x ⊙ m / (1 - p_drop):   dx = dy ⊙ m / (1 - p_drop).
 """
 from __future__ import annotations
 
@@ -26,54 +27,51 @@ from ..validate import check_float, check_number, check_same_shape
 
 class DropoutCache(NamedTuple):
     mask: object     # x.shape bool keep-mask m (1 byte an entry), or None: the identity was applied
-    scale: float     # 1 / (1 - p)
+    scale: float     # 1 / (1 - p_drop)
 
     @property
     def identity(self) -> bool:
         return self.mask is None
 
 
-def dropout_forward(x, p: float, rng=None, training: bool = True, mask=None):
-    """y = x ⊙ m / (1 - p) in training with p > 0; y = x otherwise.
+def dropout_forward(x, p_drop: float, rng=None, training: bool = True, mask=None):
+    """y = x ⊙ m / (1 - p_drop) in training with p_drop > 0; y = x otherwise.
 
-    Inputs: x (...) floating point; p in [0, 1), the probability of dropping;
+    Inputs: x (...) floating point; p_drop in [0, 1), the probability of dropping;
             rng, a NumPy or CuPy Generator for the mask (needed unless ``mask`` is given);
             training (bool); mask, an optional boolean keep-mask of x's shape.
     Returns: y like x (x itself on the identity path), DropoutCache(mask, scale).
     """
     xp = get_xp(x)
     check_float("x", x)
-    p = check_number("p", p, low=0.0, high=1.0, high_open=True)
-    if p == 0.0 or not training:
+    p_drop = check_number("p_drop", p_drop, low=0.0, high=1.0, high_open=True)
+    if p_drop == 0.0 or not training:
         return x, DropoutCache(None, 1.0)
-    scale = 1.0 / (1.0 - p)
+    scale = 1.0 / (1.0 - p_drop)
     if mask is None:
         if rng is None:
-            raise ValueError(f"rng: dropout with p={p} in training needs a generator "
+            raise ValueError(f"rng: dropout with p_drop={p_drop} in training needs a generator "
                              "(numpy.random.default_rng(seed)) or a mask, got None")
         u = rng.random(x.shape, dtype=x.dtype)                 # (...) uniform on [0, 1)
         if get_xp(u) is not xp:
             u = xp.asarray(u)                                  # host draws, device x
-        m = u >= p                                             # (...) keep with probability 1 - p
+        m = u >= p_drop                                        # (...) keep with probability 1 - p_drop
     else:
         if getattr(getattr(mask, "dtype", None), "kind", None) != "b":
             raise TypeError(f"mask: expected a boolean array (True = keep), "
                             f"got {getattr(mask, 'dtype', type(mask).__name__)}")
         check_same_shape("mask", mask, x.shape)
         m = mask
-        u = xp.empty_like(x)
-    y = xp.multiply(x, m, out=u)                               # (...) reuses the draws' buffer
-    y *= scale
+    y = x * m * scale                                          # (...)
     return y, DropoutCache(m, scale)
 
 
 def dropout_backward(dy, cache: DropoutCache):
-    """dx = dy ⊙ m / (1 - p); on the identity path dx is dy itself (no copy).
+    """dx = dy ⊙ m / (1 - p_drop); on the identity path dx is dy itself (no copy).
 
     Inputs: dy like y, the cache. Returns: dx like dy.
     """
     if cache.identity:
-        return dy
-    dx = dy * cache.mask                                       # (...)
-    dx *= cache.scale
+        return dy                                              # reverses: y = x (identity path)
+    dx = dy * cache.mask * cache.scale                         # (...) reverses: y = x * m * scale
     return dx

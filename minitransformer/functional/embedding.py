@@ -9,18 +9,16 @@ the upstream rows by id, with repeated ids ADDING up:
 
 A plain ``dW[ids] += dout`` is wrong: with a repeated id only one of the writes
 survives. ``add.at`` is correct but slow on NumPy (an unbuffered loop). Two fast
-exact ways, chosen by the vocabulary size (measured on NumPy, float32, 2 cores):
+exact ways, chosen by the vocabulary size (timings: benchmarks/RESULTS.md):
 
-- small V (≤ ONE_HOT_MAX_V): dW = onehot(ids)ᵀ @ dout, one BLAS product of
-  cost N·V·C. Ids (12, 64), V = 65, C = 128: 0.11 ms (add.at: 0.70 ms);
-  ids (16, 256), V = 65, C = 384: 1.2 ms (add.at: 10.6 ms).
+- small V (<= ONE_HOT_MAX_V): dW = onehot(ids)ᵀ @ dout, one BLAS product of
+  cost N·V·C.
 - large V: sort the ids, sum each run of equal ids with ``add.reduceat``, write
   the sums into the rows of a zero dW. Cost N·C + N log N and no (N, V) one-hot
-  (ids (16, 256), V = 30522: it would be 500 MB). V = 30522, C = 384: 11.6 ms,
-  most of it writing the 47 MB dW (add.at: 17.8 ms).
+  (ids (16, 256), V = 30522: it would be 500 MB).
 
-The one-hot product costs grow with V and the sort does not: they cross near
-V = 150 for both shapes above, hence the threshold 128. Both run on CuPy as they are.
+The one-hot product's cost grows with V and the sort's does not: they were measured
+to cross near V = 150, hence the threshold 128. Both run on CuPy as they are.
 """
 from __future__ import annotations
 
@@ -59,7 +57,7 @@ def embedding_backward(dout, cache: EmbeddingCache):
     ids, V = cache
     C = dout.shape[-1]
     ids_flat = ids.reshape(-1)                                 # (N,)
-    dout2 = dout.reshape(-1, C)                                # (N, C)
+    dout2 = dout.reshape(-1, C)                                # (N, C)   reverses: out = W[ids] (rows by id, summed)
     if V <= ONE_HOT_MAX_V:
         return _one_hot_scatter(ids_flat, dout2, V)
     return _sorted_scatter(ids_flat, dout2, V)

@@ -51,10 +51,10 @@ def _gated_backward(dy, cache: GatedCache, act_backward):
     xp = get_xp(dy)
     act, b, act_cache = cache
     check_same_shape("dy", dy, act.shape)
-    F = act.shape[-1]
-    dh = xp.empty(act.shape[:-1] + (2 * F,), dtype=act.dtype)   # (..., 2F)
-    dh[..., :F] = act_backward(dy * b, act_cache)                # da = act'(a) ⊙ (dy ⊙ b)
-    xp.multiply(dy, act, out=dh[..., F:])                        # db = dy ⊙ act(a)
+    dact = dy * b                                                # (..., F)  reverses: y = act * b
+    da = act_backward(dact, act_cache)                           # (..., F)  reverses: act = act_forward(a)
+    db = dy * act                                                # (..., F)  reverses: y = act * b
+    dh = xp.concatenate([da, db], axis=-1)                       # (..., 2F) reverses: a, b = h[..., :F], h[..., F:]
     return dh
 
 

@@ -2,9 +2,8 @@
 
 Shapes: x (..., d_in), W (d_in, d_out), b (d_out,) or None, y (..., d_out).
 Any number of leading dimensions; they are flattened to one row axis N, so every
-product is a single 2-D matrix product: NumPy runs a 3-D @ 2-D product as one BLAS
-call per leading index, smaller and slower calls (measured 1.6x slower for GPT
-config a's (12, 64, 128) @ (128, 512)) than one call on the (N, d_in) rows.
+product is a single 2-D matrix product (NumPy runs a 3-D @ 2-D product as one BLAS
+call per leading index: smaller, slower calls; benchmarks/RESULTS.md).
 
 Backward (each line reverses the forward line y = x @ W + b):
     dx = dy @ Wᵀ                       (..., d_in)
@@ -37,19 +36,21 @@ def linear_forward(x, W, b=None):
     if b is not None:
         check_ndim("b", b, 1, "(d_out,)")
         check_dim("b", b, 0, W.shape[1], "d_out, the columns of W")
-    x2 = x.reshape(-1, x.shape[-1])             # (N, d_in) a view of contiguous x
-    y = (x2 @ W).reshape(x.shape[:-1] + (W.shape[1],))  # (..., d_out)
+    x_rows = x.reshape(-1, x.shape[-1])         # (N, d_in) a view of contiguous x
+    h = x_rows @ W                              # (N, d_out) x W ...
     if b is not None:
-        y += b                                  # in place: y is a fresh array
+        h += b                                  # (N, d_out) ... + b, in place on the fresh product (hot path)
+    y = h.reshape(x.shape[:-1] + (W.shape[1],)) # (..., d_out)
     return y, LinearCache(x, W, b is not None)
 
 
 def linear_backward(dy, cache: LinearCache):
     """Inputs: dy (..., d_out), the cache. Returns: dx (..., d_in), dW (d_in, d_out), db (d_out,) or None."""
     x, W, has_bias = cache
-    x2 = x.reshape(-1, x.shape[-1])                         # (N, d_in)
-    dy2 = dy.reshape(-1, dy.shape[-1])                      # (N, d_out)
-    dx = (dy2 @ W.T).reshape(x.shape)                       # (..., d_in)
-    dW = x2.T @ dy2                                         # (d_in, d_out)
-    db = col_sum(dy2) if has_bias else None                 # (d_out,) Σ_rows dy, as ones @ dy2
+    x_rows = x.reshape(-1, x.shape[-1])                     # (N, d_in)
+    dh = dy.reshape(-1, dy.shape[-1])                       # (N, d_out)   reverses: y = h.reshape(...)
+    db = col_sum(dh) if has_bias else None                  # (d_out,)     reverses: h += b (Σ over rows, as ones @ dh)
+    dx_rows = dh @ W.T                                      # (N, d_in)    reverses: h = x_rows @ W
+    dW = x_rows.T @ dh                                      # (d_in, d_out) reverses: h = x_rows @ W
+    dx = dx_rows.reshape(x.shape)                           # (..., d_in)  reverses: x_rows = x.reshape(-1, d_in)
     return dx, dW, db

@@ -15,13 +15,12 @@ Shapes: x (..., C) with any leading dimensions, gamma and beta (C,), y like x.
 Both backward passes are the fused one-line formulas; the docstrings show how
 they follow from the chain rule (the lecture does it step by step).
 
-Speed: every mean over the features, and every mean of a product such as
-mean(dxhat ⊙ xhat), is one einsum pass over each row, and every sum over the rows
-a BLAS product with a vector of ones (functional/_kernels/reductions.py): the same
-arithmetic as ``.mean(axis=-1)`` / ``.sum(axis=0)``, several times faster on NumPy
-for (B, T, C) activations. Elementwise steps update arrays this file just
-allocated (``*=``, ``-=``). (Running them block by block over the rows, as GELU
-does, was measured slower here: 0.84 against 0.59 ms for a (32, 128, 128) forward.)
+Stored vs recomputed: the cache keeps xhat (dgamma and dx both need it; storing
+it saves recomputing (x - μ)·rstd), rstd (one number a row), and a reference to
+gamma; x, μ and σ² are not kept.
+
+This is the plain form. The training step calls a fused twin with the same
+arguments and cache (functional/_kernels/norm.py); a test ties the two.
 """
 from __future__ import annotations
 
@@ -30,7 +29,6 @@ from typing import NamedTuple
 from ..backend import get_xp
 from ..validate import (check_dim, check_dtype_like, check_float, check_min_ndim, check_ndim,
                         check_number)
-from ._kernels.reductions import col_dot, col_sum, row_dot, row_mean
 
 
 class LayerNormCache(NamedTuple):
@@ -61,6 +59,11 @@ def _check_norm_inputs(x, gamma, beta, eps) -> float:
     return check_number("eps", eps, low=0.0, low_open=True)
 
 
+def _sum_rows(a):
+    """Σ over every row (all axes but the last).  (..., C) -> (C,)"""
+    return a.reshape(-1, a.shape[-1]).sum(axis=0)                # (C,)
+
+
 def layernorm_forward(x, gamma, beta, eps: float = 1e-5):
     """y = gamma ⊙ (x - μ)/√(σ² + eps) + beta, μ and σ² (biased) over the last axis.
 
@@ -70,15 +73,15 @@ def layernorm_forward(x, gamma, beta, eps: float = 1e-5):
     """
     xp = get_xp(x, gamma, beta)
     eps = _check_norm_inputs(x, gamma, beta, eps)
-    mu = row_mean(x)                                           # (..., 1)
-    xhat = x - mu                                              # (..., C) x - μ for now
-    var = row_dot(xhat, xhat)                                  # (..., 1) Σ (x - μ)² ...
-    var *= 1.0 / x.shape[-1]                                   # ... / C: σ², biased
-    var += eps
-    rstd = 1.0 / xp.sqrt(var)                                  # (..., 1) 1/√(σ² + eps)
-    xhat *= rstd                                               # (..., C) xhat = (x - μ) · rstd
-    y = xhat * gamma                                           # (..., C) gamma ⊙ xhat
-    y += beta
+    mu = x.mean(axis=-1, keepdims=True)                        # (..., 1)
+    xc = x - mu                                                # (..., C) centred
+    xc2 = xc * xc                                              # (..., C)
+    var = xc2.mean(axis=-1, keepdims=True)                     # (..., 1) σ², biased: / C
+    std = xp.sqrt(var + eps)                                   # (..., 1) eps inside the root
+    rstd = 1.0 / std                                           # (..., 1)
+    xhat = xc * rstd                                           # (..., C)
+    gamma_xhat = gamma * xhat                                  # (..., C)
+    y = gamma_xhat + beta                                      # (..., C)
     return y, LayerNormCache(xhat, rstd, gamma)
 
 
@@ -96,20 +99,17 @@ def layernorm_backward(dy, cache: LayerNormCache):
 
     Summing dxhat_j ∂xhat_j/∂x_i over j gives the line above. The code evaluates
     it with 1/C moved inside: dx = rstd · (dxhat - mean(dxhat) - xhat · mean(dxhat ⊙ xhat)).
+    The last three lines together reverse the forward lines from mu to xhat.
 
     Inputs: dy (..., C), the cache. Returns: dx (..., C), dgamma (C,), dbeta (C,).
     """
     xhat, rstd, gamma = cache
-    dbeta = col_sum(dy)                                        # (C,)   from y = ... + beta
-    dgamma = col_dot(dy, xhat)                                 # (C,)   from y = gamma ⊙ xhat
-    dxhat = dy * gamma                                         # (..., C)
-    mean_dxhat = row_mean(dxhat)                               # (..., 1)
-    mean_dxhat_xhat = row_dot(dxhat, xhat)                     # (..., 1) Σ_c dxhat ⊙ xhat ...
-    mean_dxhat_xhat *= 1.0 / xhat.shape[-1]                    # ... / C
-    dx = dxhat                                                 # reuse dxhat's buffer for dx
-    dx -= mean_dxhat
-    dx -= xhat * mean_dxhat_xhat                               # (..., C)
-    dx *= rstd                                                 # (..., C)
+    dbeta = _sum_rows(dy)                                      # (C,)     reverses: y = gamma_xhat + beta
+    dgamma = _sum_rows(dy * xhat)                              # (C,)     reverses: gamma_xhat = gamma * xhat
+    dxhat = dy * gamma                                         # (..., C) reverses: gamma_xhat = gamma * xhat
+    mean_dxhat = dxhat.mean(axis=-1, keepdims=True)            # (..., 1) reverses: xc = x - mu (through mu)
+    mean_dxhat_xhat = (dxhat * xhat).mean(axis=-1, keepdims=True)  # (..., 1) reverses: var = mean(xc2), rstd = 1 / std
+    dx = rstd * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat)  # (..., C) reverses: xhat = xc * rstd
     return dx, dgamma, dbeta
 
 
@@ -121,12 +121,12 @@ def rmsnorm_forward(x, gamma, eps: float = 1e-6):
     """
     xp = get_xp(x, gamma)
     eps = _check_norm_inputs(x, gamma, None, eps)
-    ms = row_dot(x, x)                                         # (..., 1) Σ x² ...
-    ms *= 1.0 / x.shape[-1]                                    # ... / C: mean(x²)
-    ms += eps
-    rstd = 1.0 / xp.sqrt(ms)                                   # (..., 1)
+    x2 = x * x                                                 # (..., C)
+    ms = x2.mean(axis=-1, keepdims=True)                       # (..., 1) mean(x²)
+    rms = xp.sqrt(ms + eps)                                    # (..., 1) eps inside the root
+    rstd = 1.0 / rms                                           # (..., 1)
     xhat = x * rstd                                            # (..., C)
-    y = xp.multiply(xhat, gamma)                               # (..., C)
+    y = gamma * xhat                                           # (..., C)
     return y, RMSNormCache(xhat, rstd, gamma)
 
 
@@ -143,12 +143,8 @@ def rmsnorm_backward(dy, cache: RMSNormCache):
     Inputs: dy (..., C), the cache. Returns: dx (..., C), dgamma (C,).
     """
     xhat, rstd, gamma = cache
-    C = xhat.shape[-1]
-    dgamma = col_dot(dy, xhat)                                 # (C,)
-    dxhat = dy * gamma                                         # (..., C)
-    mean_dxhat_xhat = row_dot(dxhat, xhat)                     # (..., 1) Σ_c dxhat ⊙ xhat ...
-    mean_dxhat_xhat *= 1.0 / C                                 # ... / C
-    dx = dxhat                                                 # reuse dxhat's buffer for dx
-    dx -= xhat * mean_dxhat_xhat                               # (..., C)
-    dx *= rstd                                                 # (..., C)
+    dgamma = _sum_rows(dy * xhat)                              # (C,)     reverses: y = gamma * xhat
+    dxhat = dy * gamma                                         # (..., C) reverses: y = gamma * xhat
+    mean_dxhat_xhat = (dxhat * xhat).mean(axis=-1, keepdims=True)  # (..., 1) reverses: ms = mean(x2), rstd = 1 / rms
+    dx = rstd * (dxhat - xhat * mean_dxhat_xhat)               # (..., C) reverses: xhat = x * rstd
     return dx, dgamma

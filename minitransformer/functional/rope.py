@@ -77,9 +77,9 @@ def rope_backward(dy, cache: RopeCache):
     dx_a, dx_b = _pairs(dx, layout)
     tmp = xp.empty(dy_a.shape, dtype=dy.dtype)             # (B, H, T, D/2) one scratch buffer, reused
     xp.multiply(dy_a, cos, out=dx_a)                       # dx_a = dy_a cos + dy_b sin
-    dx_a += xp.multiply(dy_b, sin, out=tmp)
+    dx_a += xp.multiply(dy_b, sin, out=tmp)                #   reverses: y_a = x_a cos - x_b sin, y_b = x_a sin + x_b cos
     xp.multiply(dy_b, cos, out=dx_b)                       # dx_b = -dy_a sin + dy_b cos
-    dx_b -= xp.multiply(dy_a, sin, out=tmp)
+    dx_b -= xp.multiply(dy_a, sin, out=tmp)                #   reverses: the same two lines (Rᵀ: the rotation by -mθ_j)
     return dx
 
 

@@ -15,14 +15,23 @@ Backward of y = softmax(x), with the Jacobian ∂y_i/∂x_j = y_i (δ_ij - y_j):
     dx = J dy,  J = diag(y) - y yᵀ        (full Jacobian, for teaching; O(n²))
 Backward of z = log_softmax(x), with ∂z_i/∂x_j = δ_ij - softmax(x)_j:
     dx = dz - softmax(x) * Σ_j dz_j
+
+Stored: y (softmax) or z (log-softmax), the only thing each backward needs; x is
+not kept. The subtraction of m needs no backward line: its gradient is zero
+(softmax is unchanged by a shift of the row).
+
+Shapes: x (..., n, ...), the n entries along ``axis`` (the last by default);
+y, z, dy, dz, dx like x. In comments, "(..., n, ...)" is x's shape and
+"(..., 1, ...)" one entry per row.
+
+This is the plain form. The training step calls a fused twin with the same
+arguments and cache (functional/_kernels/softmax.py); a test ties the two.
 """
 from __future__ import annotations
 
 from typing import NamedTuple
 
 from ..backend import get_xp
-from ._kernels.rowblocks import in_row_blocks
-from ._kernels.reductions import row_dot, row_max, row_sum
 
 
 class SoftmaxCache(NamedTuple):
@@ -35,57 +44,36 @@ class LogSoftmaxCache(NamedTuple):
     axis: int
 
 
-def _row_max(x, axis, xp):
-    """max of x along axis (keepdims), with all -inf rows shifted by 0 instead of -inf (no NaN)."""
-    m = row_max(x) if axis in (-1, x.ndim - 1) else x.max(axis=axis, keepdims=True)
-    return xp.where(xp.isneginf(m), xp.zeros_like(m), m)           # m is small: one entry per row
+def _safe_max(x, axis):
+    """m = max of x along axis (keepdims), 0 instead of -inf on an all -inf row (so x - m is not NaN)."""
+    xp = get_xp(x)
+    m = x.max(axis=axis, keepdims=True)                      # (..., 1, ...)
+    return xp.where(xp.isneginf(m), xp.zeros_like(m), m)     # (..., 1, ...)
 
 
-def softmax_forward(x, axis: int = -1, out=None):
-    """Inputs: x (..., n, ...); out: None, or a C-contiguous array of x's shape and dtype to
-    write y into (it may be x itself: attention overwrites its scores so).
+def softmax_forward(x, axis: int = -1):
+    """y = exp(x - m) / Σ exp(x - m) along ``axis``, m the row max.
 
-    Returns: y of x's shape (each slice along axis sums to 1, or is 0), cache.
+    Inputs: x (..., n, ...) floating point; axis, the axis of the n entries.
+    Returns: y of x's shape (each slice along axis sums to 1, or is 0), SoftmaxCache(y, axis).
     """
     xp = get_xp(x)
-    y = xp.empty(x.shape, dtype=x.dtype) if out is None else out
-    xt, yt = xp.moveaxis(x, axis, -1), xp.moveaxis(y, axis, -1)      # views: the softmax axis last
-    in_row_blocks(_softmax_kernel, xt, yt)                           # rows in cache-sized blocks
+    m = _safe_max(x, axis)                                   # (..., 1, ...)
+    shifted = x - m                                          # (..., n, ...) every exponent <= 0
+    e = xp.exp(shifted)                                      # (..., n, ...)
+    total = e.sum(axis=axis, keepdims=True)                  # (..., 1, ...)
+    denom = xp.where(total == 0, xp.ones_like(total), total) # (..., 1, ...) an all -inf row: 0 / 1 = 0
+    y = e / denom                                            # (..., n, ...)
     return y, SoftmaxCache(y, axis)
 
 
-def _softmax_kernel(x, y):
-    """y = softmax of x over the last axis; y may be x itself."""
-    xp = get_xp(x)
-    m = _row_max(x, -1, xp)                           # (..., 1)
-    xp.subtract(x, m, out=y)                          # x - max: every exponent <= 0
-    xp.exp(y, out=y)
-    total = row_sum(y)                                # (..., 1)
-    total[total == 0] = 1                             # all-masked rows: 0 / 1 = 0
-    y /= total
-
-
-def softmax_backward(dy, cache: SoftmaxCache, out=None):
-    """dx = y * (dy - Σ dy·y). Inputs: dy like y; out: None, or a C-contiguous array like y
-    to write dx into (it may be dy itself). Returns: dx like y.
-
-    The row sums Σ dy·y come from one product-and-sum pass (reductions.row_dot);
-    then two in-place passes finish dx, with no temporary of y's size.
-    """
-    xp = get_xp(dy)
+def softmax_backward(dy, cache: SoftmaxCache):
+    """dx = y ⊙ (dy - Σ_j dy_j y_j). Inputs: dy like y, the cache. Returns: dx like y."""
     y, axis = cache
-    dx = xp.empty(dy.shape, dtype=dy.dtype) if out is None else out
-    last = [xp.moveaxis(a, axis, -1) for a in (dy, y, dx)]          # views: the softmax axis last
-    in_row_blocks(_softmax_backward_kernel, *last)                   # rows in cache-sized blocks
+    dy_y = dy * y                                            # (..., n, ...)
+    s = dy_y.sum(axis=axis, keepdims=True)                   # (..., 1, ...) Σ_j dy_j y_j
+    dx = y * (dy - s)                                        # (..., n, ...) reverses: y = e / denom
     return dx
-
-
-def _softmax_backward_kernel(dy, y, dx):
-    """dx = y * (dy - Σ dy·y) over the last axis; dx may be dy itself."""
-    xp = get_xp(dy)
-    s = row_dot(dy, y)                                # (..., 1) Σ_j dy_j y_j
-    xp.subtract(dy, s, out=dx)                        # dy - Σ dy·y
-    dx *= y                                           # y * (dy - Σ dy·y)
 
 
 def softmax_backward_jacobian(dy, cache: SoftmaxCache):
@@ -99,28 +87,32 @@ def softmax_backward_jacobian(dy, cache: SoftmaxCache):
     dy_last = xp.moveaxis(dy, axis, -1)                                # (..., n)
     n = y_last.shape[-1]
     J = y_last[..., :, None] * (xp.eye(n, dtype=y.dtype) - y_last[..., None, :])  # (..., n, n)
-    dx_last = (J @ dy_last[..., :, None])[..., 0]                     # J is symmetric: Jᵀ dy = J dy
+    dx_last = (J @ dy_last[..., :, None])[..., 0]                     # (..., n) J is symmetric: Jᵀ dy = J dy
     return xp.moveaxis(dx_last, -1, axis)
 
 
 def log_softmax_forward(x, axis: int = -1):
-    """Inputs: x. Returns: z = log softmax(x) of x's shape, cache.
+    """z = (x - m) - log Σ exp(x - m) along ``axis``, m the row max.
 
+    Inputs: x (..., n, ...) floating point; axis. Returns: z of x's shape, LogSoftmaxCache(z, axis).
     An all -inf row gives all -inf (log 0), consistent with softmax's zeros.
     """
     xp = get_xp(x)
-    s = x - _row_max(x, axis, xp)
-    e = xp.exp(s)
-    total = row_sum(e) if axis in (-1, x.ndim - 1) else e.sum(axis=axis, keepdims=True)
-    total[total == 0] = 1                             # all -inf rows stay -inf
-    s -= xp.log(total)
-    return s, LogSoftmaxCache(s, axis)
+    m = _safe_max(x, axis)                                   # (..., 1, ...)
+    shifted = x - m                                          # (..., n, ...)
+    e = xp.exp(shifted)                                      # (..., n, ...)
+    total = e.sum(axis=axis, keepdims=True)                  # (..., 1, ...)
+    denom = xp.where(total == 0, xp.ones_like(total), total) # (..., 1, ...) all -inf rows stay -inf
+    log_denom = xp.log(denom)                                # (..., 1, ...)
+    z = shifted - log_denom                                  # (..., n, ...)
+    return z, LogSoftmaxCache(z, axis)
 
 
 def log_softmax_backward(dz, cache: LogSoftmaxCache):
-    """dx = dz - softmax(x) Σ dz. Inputs: dz like z. Returns: dx like z."""
+    """dx = dz - softmax(x) Σ_j dz_j. Inputs: dz like z, the cache. Returns: dx like z."""
     xp = get_xp(dz)
     z, axis = cache
-    p = xp.exp(z)                                     # softmax, recomputed (cheaper than storing both)
-    dx = dz - p * dz.sum(axis=axis, keepdims=True)
+    p = xp.exp(z)                                            # (..., n, ...) softmax, recomputed: cheaper than storing both
+    dz_sum = dz.sum(axis=axis, keepdims=True)                # (..., 1, ...)
+    dx = dz - p * dz_sum                                     # (..., n, ...) reverses: z = shifted - log Σ exp(shifted)
     return dx

@@ -47,7 +47,7 @@ def layer_checks(seed: int = 0, device: str = "cpu"):
         ("log_softmax", lambda: check_pair(log_softmax_forward, log_softmax_backward, {"x": x}, seed=seed)),
         ("cross_entropy", lambda: check_pair(cross_entropy_forward, cross_entropy_backward,
                                              {"logits": x, "targets": targets},
-                                             kwargs={"label_smoothing": 0.1}, wrt=("logits",), seed=seed)),
+                                             kwargs={"smoothing": 0.1}, wrt=("logits",), seed=seed)),
         ("embedding", lambda: check_module(Embedding(7, 8, rng=seed).astype(f64).to(device),
                                            emb_ids, seed=seed)),
         ("attention (causal)", lambda: check_pair(attention_forward, attention_backward,

@@ -2,17 +2,17 @@
 
     self-attention:   [Q | K | V] = x W_qkv + b_qkv           x (B, T, C)
     cross-attention:  Q = x W_q + b_q,  [K | V] = memory W_kv + b_kv     memory (B, S, C)
-    heads:            Q (B, H, T, D),  K, V (B, K, S, D)       D = C / H, K kv heads
+    heads:            Q (B, H, T, D),  K, V (B, G, S, D)       D = C / H, G kv heads
     RoPE (optional):  Q, K rotated by their absolute positions
     O = attention(Q, K, V, mask, ALiBi bias)                   functional/attention.py
     y = merge_heads(O) W_o + b_o                               (B, T, C)
 
-Parameters. Self-attention keeps ONE fused matrix W_qkv (C, (H + 2K)·D), so the
+Parameters. Self-attention keeps ONE fused matrix W_qkv (C, (H + 2G)·D), so the
 three projections are a single matrix product per step; its column blocks are
-    W_qkv[:, :H·D] = W_q,   W_qkv[:, H·D:(H+K)·D] = W_k,   W_qkv[:, (H+K)·D:] = W_v
-(the layout of GPT-2's c_attn when K = H), and b_qkv is split the same way.
+    W_qkv[:, :H·D] = W_q,   W_qkv[:, H·D:(H+G)·D] = W_k,   W_qkv[:, (H+G)·D:] = W_v
+(the layout of GPT-2's c_attn when G = H), and b_qkv is split the same way.
 Cross-attention projects two different inputs, so it keeps W_q (C, H·D) and
-W_kv (C, 2K·D) = [W_k | W_v]. Both have W_o (H·D, C), initialised with ``out_std``
+W_kv (C, 2G·D) = [W_k | W_v]. Both have W_o (H·D, C), initialised with ``out_std``
 so a model can scale the projections that feed the residual stream (GPT-2 uses
 0.02 / √(2·n_layer)). Every weight is N(0, init_std²), every bias 0.
 
@@ -35,6 +35,7 @@ import numpy as np
 
 from .. import init
 from ..backend import default_rng, get_xp
+from ..functional._kernels import fast
 from ..functional import masks
 from ..functional.alibi import alibi_bias, alibi_slopes
 from ..functional.attention import attention_backward, attention_forward
@@ -134,37 +135,37 @@ class MultiHeadAttention(Module):
             q, k, v, caches = self._project_self(x, kv_cache)
         mask = masks.combine_masks(self._time_mask(T, S, xp), padding)
         bias = self._alibi_bias(T, S, xp) if self.slopes is not None else None
-        o, attn = attention_forward(q, k, v, mask, bias)                     # (B, H, T, D)
+        o, attn = fast(attention_forward)(q, k, v, mask, bias)                     # (B, H, T, D)
         y, out = linear_forward(merge_heads(o), self.W_o, self.params.get("b_o"))  # (B, T, C)
         self._decoding = kv_cache is not None
         self._save(None if self._decoding else MHACache(*caches, attn, out))
         return y
 
     def _project_self(self, x, kv_cache):
-        """x -> q (B, H, T, D), k, v (B, K, S, D) and the caches (proj, None, rope)."""
-        H, K = self.n_head, self.n_kv_head
-        qkv, proj = linear_forward(x, self.W_qkv, self.params.get("b_qkv"))  # (B, T, (H+2K)·D)
-        heads = split_heads(qkv, self.head_dim)                             # (B, H+2K, T, D) view
-        qk, v = heads[:, :H + K], heads[:, H + K:]                           # (B, H+K, T, D), (B, K, T, D)
+        """x -> q (B, H, T, D), k, v (B, G, S, D) and the caches (proj, None, rope)."""
+        H, n_kv_head = self.n_head, self.n_kv_head
+        qkv, proj = linear_forward(x, self.W_qkv, self.params.get("b_qkv"))  # (B, T, (H+2G)·D)
+        heads = split_heads(qkv, self.head_dim)                             # (B, H+2G, T, D) view
+        qk, v = heads[:, :H + n_kv_head], heads[:, H + n_kv_head:]           # (B, H+G, T, D), (B, G, T, D)
         rope = None
         if self.rope:   # q and k sit side by side: one call rotates both with one table
             offset = kv_cache.length if kv_cache is not None else 0
-            qk, rope = rope_forward(qk, offset, self.rope_base, self.rope_layout)  # (B, H+K, T, D)
-        q, k = qk[:, :H], qk[:, H:]                                          # (B, H, T, D), (B, K, T, D)
+            qk, rope = rope_forward(qk, offset, self.rope_base, self.rope_layout)  # (B, H+G, T, D)
+        q, k = qk[:, :H], qk[:, H:]                                          # (B, H, T, D), (B, G, T, D)
         if kv_cache is not None:
-            k, v = kv_cache.append(k, v)                                     # (B, K, S, D), S = past + T
+            k, v = kv_cache.append(k, v)                                     # (B, G, S, D), S = past + T
         return q, k, v, (proj, None, rope)
 
     def _project_cross(self, x, memory, kv_cache):
-        """x, memory -> q (B, H, T, D), k, v (B, K, S, D) and the caches (proj, proj_kv, None)."""
-        K = self.n_kv_head
+        """x, memory -> q (B, H, T, D), k, v (B, G, S, D) and the caches (proj, proj_kv, None)."""
+        n_kv_head = self.n_kv_head
         q, proj = linear_forward(x, self.W_q, self.params.get("b_q"))        # (B, T, H·D)
         q = split_heads(q, self.head_dim)                                   # (B, H, T, D) view
         if kv_cache is not None and kv_cache.length:                         # memory projected already
             return q, kv_cache.k, kv_cache.v, (proj, None, None)
-        kv, proj_kv = linear_forward(memory, self.W_kv, self.params.get("b_kv"))  # (B, S, 2K·D)
-        heads = split_heads(kv, self.head_dim)                              # (B, 2K, S, D) view
-        k, v = heads[:, :K], heads[:, K:]                                    # (B, K, S, D) each
+        kv, proj_kv = linear_forward(memory, self.W_kv, self.params.get("b_kv"))  # (B, S, 2G·D)
+        heads = split_heads(kv, self.head_dim)                              # (B, 2G, S, D) view
+        k, v = heads[:, :n_kv_head], heads[:, n_kv_head:]                    # (B, G, S, D) each
         if kv_cache is not None:
             k, v = kv_cache.append(k, v)
         return q, k, v, (proj, proj_kv, None)
@@ -178,7 +179,7 @@ class MultiHeadAttention(Module):
         proj, proj_kv, rope, attn, out = self._pop_cache()
         do, dW_o, db_o = linear_backward(dy, out)                            # (B, T, H·D)
         self._accumulate_pair("W_o", dW_o, "b_o", db_o)
-        dq, dk, dv = attention_backward(split_heads(do, self.head_dim), attn)[:3]  # ALiBi: no gradient
+        dq, dk, dv = fast(attention_backward)(split_heads(do, self.head_dim), attn)[:3]  # ALiBi: no gradient
         if self.cross:
             dx, dW_q, db_q = linear_backward(merge_heads(dq), proj)         # (B, T, C)
             self._accumulate_pair("W_q", dW_q, "b_q", db_q)

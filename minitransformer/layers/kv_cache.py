@@ -14,7 +14,7 @@ from ..backend import get_xp
 class KVCache:
     """The keys and values of the positions seen so far, for ONE attention layer.
 
-    ``k``, ``v``: (B, K, length, D) views of buffers that grow by doubling their
+    ``k``, ``v``: (B, G, length, D) views of buffers that grow by doubling their
     capacity, so appending one token copies only that token (amortised): plain
     concatenation would copy the whole prefix at every step, O(S²) per sequence.
     Self-attention appends every call (keys already rotated when RoPE is on);
@@ -22,23 +22,23 @@ class KVCache:
     """
 
     def __init__(self):
-        self._k = None           # (B, K, capacity, D) buffer
-        self._v = None           # (B, K, capacity, Dv) buffer
+        self._k = None           # (B, G, capacity, D) buffer
+        self._v = None           # (B, G, capacity, Dv) buffer
         self.length = 0          # positions held
 
     @property
     def k(self):
-        return None if self._k is None else self._k[:, :, :self.length]    # (B, K, length, D)
+        return None if self._k is None else self._k[:, :, :self.length]    # (B, G, length, D)
 
     @property
     def v(self):
-        return None if self._v is None else self._v[:, :, :self.length]    # (B, K, length, Dv)
+        return None if self._v is None else self._v[:, :, :self.length]    # (B, G, length, Dv)
 
     def append(self, k_new, v_new):
-        """Append (B, K, T, D) keys and values; returns all keys and values, (B, K, length, D) views."""
+        """Append (B, G, T, D) keys and values; returns all keys and values, (B, G, length, D) views."""
         if self._k is not None and (k_new.shape[:2] != self._k.shape[:2] or
                                     k_new.shape[3] != self._k.shape[3] or k_new.dtype != self._k.dtype):
-            raise ValueError(f"kv_cache: holds keys (B, K, ·, D) = {tuple(self.k.shape)} {self._k.dtype}, "
+            raise ValueError(f"kv_cache: holds keys (B, G, ·, D) = {tuple(self.k.shape)} {self._k.dtype}, "
                              f"got new keys {tuple(k_new.shape)} {k_new.dtype}: use one cache per "
                              "layer and per batch")
         end = self.length + k_new.shape[2]
@@ -56,9 +56,9 @@ class KVCache:
 
     def _grow(self, k_new, v_new, capacity: int) -> None:
         xp = get_xp(k_new)
-        B, K, _, D = k_new.shape
-        k_buf = xp.empty((B, K, capacity, D), dtype=k_new.dtype)
-        v_buf = xp.empty((B, K, capacity, v_new.shape[3]), dtype=v_new.dtype)
+        B, n_kv_head, _, D = k_new.shape
+        k_buf = xp.empty((B, n_kv_head, capacity, D), dtype=k_new.dtype)
+        v_buf = xp.empty((B, n_kv_head, capacity, v_new.shape[3]), dtype=v_new.dtype)
         if self.length:
             k_buf[:, :, :self.length] = self.k
             v_buf[:, :, :self.length] = self.v

@@ -119,7 +119,7 @@ def lr_schedules(noam_settings=NOAM_SETTINGS, noam_steps: int = 20000, cosine=CO
                  "cosine_step": cosine_step, "cosine_lr": cosine_lr}
 
 
-def label_smoothing(V: int = 8, target: int = 2, eps: float = 0.1, path=None):
+def label_smoothing(V: int = 8, target: int = 2, smoothing: float = 0.1, path=None):
     """The target distribution the cross-entropy pulls the prediction towards,
 
         q = (1 - ε) · onehot(y) + ε / V,
@@ -127,12 +127,12 @@ def label_smoothing(V: int = 8, target: int = 2, eps: float = 0.1, path=None):
     read off the library's gradient rather than typed in: dL/dz = (softmax(z) - q) / N, so
     with one row (N = 1) q = softmax(z) - dL/dz. Left ε = 0 (a one-hot target), right ε.
 
-    Inputs: V classes (>= 2); target y in [0, V); eps ε in [0, 1]; path or None.
+    Inputs: V classes (>= 2); target y in [0, V); smoothing ε in [0, 1]; path or None.
     Returns: fig, data {"classes" (V,), "hard" (V,) the target at ε = 0, "smoothed" (V,) at ε}.
     """
     V = check_int("V", V, low=2)
     target = check_int("target", target, low=0, high=V - 1)
-    eps = check_number("eps", eps, low=0.0, high=1.0)
+    eps = check_number("smoothing", smoothing, low=0.0, high=1.0)
     targets = {e: _implied_target(V, target, e) for e in (0.0, eps)}
     classes = np.arange(V)
     fig, axes = new_figure(11, 4, 1, 2, sharey=True)
@@ -152,7 +152,7 @@ def label_smoothing(V: int = 8, target: int = 2, eps: float = 0.1, path=None):
 def _implied_target(V: int, target: int, eps: float):
     """q = softmax(z) - dL/dz for one row of logits z = 0 (any z gives the same q)."""
     logits = np.zeros((1, V))                                  # (N=1, V)
-    _, cache = cross_entropy_forward(logits, np.array([target]), label_smoothing=eps)
+    _, cache = cross_entropy_forward(logits, np.array([target]), smoothing=eps)
     dlogits = cross_entropy_backward(1.0, cache)               # (1, V) = (softmax - q) / 1
     p, _ = softmax_forward(logits)                             # (1, V)
     return (p - dlogits)[0]                                    # (V,)

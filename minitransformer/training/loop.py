@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .checkpoint import generator_state, load_checkpoint, save_checkpoint, set_generator_state
+from ..functional._kernels import fast
 from ..functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from ..optim import AdamW, clip_grad_norm, warmup_cosine_schedule
 from .perf import tune_malloc
@@ -91,12 +92,12 @@ def make_optimizer(model, cfg: TrainConfig) -> AdamW:
 def train_step(model, task, batch, optimizer, lr: float, cfg: TrainConfig, device="cpu") -> float:
     """Forward, backward, clip, update; returns the loss (a Python float)."""
     logits, targets = task.forward(model, batch, device)
-    loss, cache = cross_entropy_forward(logits, targets, label_smoothing=cfg.label_smoothing)
+    loss, cache = fast(cross_entropy_forward)(logits, targets, smoothing=cfg.label_smoothing)
     loss = float(loss)
     if not math.isfinite(loss):
         raise TrainingDiverged(f"the loss is {loss} at this step: training stopped before the update "
                                "(lower the learning rate, or check the data); no weight was changed")
-    model.backward(cross_entropy_backward(1.0, cache))
+    model.backward(fast(cross_entropy_backward)(1.0, cache))
     if cfg.grad_clip:
         clip_grad_norm(optimizer.params, cfg.grad_clip)
     optimizer.step(lr)

@@ -10,6 +10,7 @@ and a zero gradient.
 """
 from __future__ import annotations
 
+from ..functional._kernels import fast
 from ..functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from ..layers.module import Module
 from ..validate import check_int, check_number
@@ -25,10 +26,10 @@ class CrossEntropyLoss(Module):
 
     def forward(self, logits, targets) -> float:
         """logits (..., V), targets (...) integers -> the mean loss as a Python float."""
-        loss, cache = cross_entropy_forward(logits, targets, self.ignore_index, self.label_smoothing)
+        loss, cache = fast(cross_entropy_forward)(logits, targets, self.ignore_index, self.label_smoothing)
         self._save(cache)
         return float(loss)
 
     def backward(self, dloss: float = 1.0):
         """dloss (scalar) -> dlogits (..., V). Raises RuntimeError without a pending forward."""
-        return cross_entropy_backward(dloss, self._pop_cache())
+        return fast(cross_entropy_backward)(dloss, self._pop_cache())

@@ -8,14 +8,12 @@ each reading and writing the whole array. For the (B, T, 4C) activations and the
 every pass goes out to main memory. Running the same kernel on blocks of a few
 hundred kilobytes keeps a block in the core's L2 cache for all the passes (one trip
 to memory instead of a dozen). The kernel is the plain array code: it does not know
-it runs on a block. Measured (float32, one core, glibc keeping freed memory): the
-tanh-GELU forward on (32, 128, 512) took 4.1 ms in blocks against 6.5 ms whole, on
-(16, 256, 1536) 11.6 against 22.8 ms; softmax, with fewer passes, gains little
-(14.5 against 15.3 ms on (16, 6, 256, 256)), and LayerNorm was slower in blocks,
-so it does not use them.
+it runs on a block. The tanh GELU gains most (a dozen passes), softmax a little,
+and LayerNorm was slower in blocks, so it does not use them (timings:
+benchmarks/RESULTS.md, "Kernel timings").
 
 Why not threads. NumPy releases the GIL in its loops, so the blocks could go to one
-thread per core; measured on this project's 2-core machine, it was no faster and
+thread per core; on this project's 2-core machine it was no faster and
 sometimes slower: OpenBLAS's worker thread keeps spinning on the second core for a
 while after each matrix product, exactly when the elementwise kernels run.
 
