@@ -21,12 +21,13 @@ ALL_POINTS = sum(a.points for a in ASSIGNMENTS)
 
 # assignment -> (file in the copy, the line as it is, the planted bug); each loses points in its assignment only
 BUGS = {
-    "attention": ("functional/attention.py", "    dk *= scale ", "    dk *= 1.0 "),
-    "linear": ("functional/linear.py", "dW = x2.T @ dy2", "dW = dy2.T @ x2"),
-    "softmax": ("functional/softmax.py", "    xp.subtract(dy, s, out=dx)", "    dx[...] = dy"),
-    "layernorm": ("functional/norm.py", "    dx -= mean_dxhat\n    dx -= xhat * mean_dxhat_xhat ", "    pass "),
+    "attention": ("functional/attention.py", "    dk = dk_scaled * scale ", "    dk = dk_scaled * 1.0 "),
+    "linear": ("functional/linear.py", "dW = x_rows.T @ dh ", "dW = dh.T @ x_rows "),
+    "softmax": ("functional/softmax.py", "    dx = y * (dy - s) ", "    dx = y * dy "),
+    "layernorm": ("functional/norm.py", "    dx = rstd * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat) ",
+                  "    dx = rstd * dxhat "),
     "cross_entropy": ("functional/cross_entropy.py", "total / max(n_kept, 1)", "total / y.shape[0]"),
-    "relu": ("functional/activations.py", "    return dy * cache.positive", "    while True:\n        pass"),
+    "relu": ("functional/activations.py", "    dx = dy * cache.positive ", "    while True:\n        pass\n    dx = dy * cache.positive "),
     "dropout": ("functional/dropout.py", "dx = dy * cache.mask ", "dx = dy * cache.keep "),
 }
 

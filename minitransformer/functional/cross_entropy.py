@@ -52,12 +52,12 @@ def _check_inputs(logits, targets, ignore_index, smoothing):
     check_float("logits", logits)
     V = logits.shape[-1]
     ignore_index = check_int("ignore_index", ignore_index)
-    eps = check_number("smoothing", smoothing, low=0.0, high=1.0)
+    smoothing = check_number("smoothing", smoothing, low=0.0, high=1.0)
     if V == 0:
         raise ValueError(f"logits: expected at least 1 class on the last axis, got shape {tuple(logits.shape)}")
     check_same_shape("targets", targets, logits.shape[:-1])
     check_class_targets("targets", targets, V, ignore_index)
-    return V, ignore_index, eps
+    return V, ignore_index, smoothing
 
 
 def cross_entropy_forward(logits, targets, ignore_index: int = -100, smoothing: float = 0.0):
@@ -69,7 +69,7 @@ def cross_entropy_forward(logits, targets, ignore_index: int = -100, smoothing: 
              CrossEntropyCache.
     """
     xp = get_xp(logits, targets)
-    V, ignore_index, eps = _check_inputs(logits, targets, ignore_index, smoothing)
+    V, ignore_index, smoothing = _check_inputs(logits, targets, ignore_index, smoothing)
     z = logits.reshape(-1, V)                                  # (N, V)
     logp, _ = log_softmax_forward(z, axis=-1)                  # (N, V)
     targets_flat = targets.reshape(-1)                         # (N,)
@@ -77,15 +77,15 @@ def cross_entropy_forward(logits, targets, ignore_index: int = -100, smoothing: 
     y = xp.where(keep, targets_flat, 0)                        # (N,) ignored rows read class 0, unused
     n_kept = int(keep.sum())
     nll = -logp[xp.arange(y.shape[0]), y]                      # (N,) -log p_y
-    if eps > 0.0:
+    if smoothing > 0.0:
         smooth = -logp.mean(axis=-1)                           # (N,) mean_c(-log p_c)
-        loss_n = (1.0 - eps) * nll + eps * smooth              # (N,)
+        loss_n = (1.0 - smoothing) * nll + smoothing * smooth              # (N,)
     else:
         loss_n = nll                                           # (N,) ε = 0: skip the mean (a -inf log p would give 0·inf)
     kept_loss = xp.where(keep, loss_n, 0)                      # (N,) where, not *: an ignored row may be inf
     total = kept_loss.sum()                                    # ()
     loss = xp.asarray(total / max(n_kept, 1), dtype=logits.dtype)  # () 0 / 1 when all are ignored
-    return loss, CrossEntropyCache(logp, y, keep, n_kept, eps, tuple(logits.shape))
+    return loss, CrossEntropyCache(logp, y, keep, n_kept, smoothing, tuple(logits.shape))
 
 
 def cross_entropy_backward(dloss, cache: CrossEntropyCache):
@@ -96,11 +96,11 @@ def cross_entropy_backward(dloss, cache: CrossEntropyCache):
     Returns: dlogits (..., V) of the logits' dtype.
     """
     xp = get_xp(cache.logp)
-    logp, y, keep, n_kept, eps, shape = cache
+    logp, y, keep, n_kept, smoothing, shape = cache
     V = logp.shape[-1]
     p = xp.exp(logp)                                           # (N, V) softmax, from the log-probs
-    q = xp.full(p.shape, eps / V, dtype=p.dtype)               # (N, V) ε / V ...
-    q[xp.arange(y.shape[0]), y] += 1.0 - eps                   # (N, V) ... + (1 - ε) onehot(y)
+    q = xp.full(p.shape, smoothing / V, dtype=p.dtype)               # (N, V) ε / V ...
+    q[xp.arange(y.shape[0]), y] += 1.0 - smoothing                   # (N, V) ... + (1 - ε) onehot(y)
     dz_n = p - q                                               # (N, V) reverses: loss_n = -Σ_c q_c logp_c, logp = log_softmax(z)
     dloss_n = keep.astype(p.dtype) * (float(dloss) / max(n_kept, 1))  # (N,) reverses: loss = Σ_kept loss_n / N_kept
     dz = dz_n * dloss_n[:, None]                               # (N, V)

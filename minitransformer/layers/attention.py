@@ -79,23 +79,23 @@ class MultiHeadAttention(Module):
         super().__init__()
         C = check_int("d_model", d_model, low=1)
         H = check_int("n_head", n_head, low=1)
-        K = H if n_kv_head is None else check_int("n_kv_head", n_kv_head, low=1)
-        self._check_config(C, H, K, causal, cross, rope, rope_layout, alibi, window)
-        self.n_head, self.n_kv_head, self.head_dim = H, K, C // H
+        G = H if n_kv_head is None else check_int("n_kv_head", n_kv_head, low=1)
+        self._check_config(C, H, G, causal, cross, rope, rope_layout, alibi, window)
+        self.n_head, self.n_kv_head, self.head_dim = H, G, C // H
         self.causal, self.cross, self.window = causal, cross, window
         self.rope, self.rope_layout = rope, rope_layout
         self.rope_base = check_number("rope_base", rope_base, low=0.0, low_open=True)
         self.slopes = alibi_slopes(H) if alibi else None
-        self._init_params(C, H, K, bias, default_rng(rng), init_std, out_std, dtype)
+        self._init_params(C, H, G, bias, default_rng(rng), init_std, out_std, dtype)
         self._masks, self._biases = {}, {}     # (T, S) -> mask / ALiBi bias, built once
         self._decoding = False                 # True after a forward with a kv_cache
 
     @staticmethod
-    def _check_config(C, H, K, causal, cross, rope, rope_layout, alibi, window):
+    def _check_config(C, H, G, causal, cross, rope, rope_layout, alibi, window):
         if C % H:
             raise ValueError(f"d_model: expected a multiple of n_head={H}, got {C}")
-        if H % K:
-            raise ValueError(f"n_kv_head: expected a divisor of n_head={H}, got {K}")
+        if H % G:
+            raise ValueError(f"n_kv_head: expected a divisor of n_head={H}, got {G}")
         check_choice("rope_layout", rope_layout, LAYOUTS)
         if rope and (C // H) % 2:
             raise ValueError(f"rope: RoPE rotates pairs, so the head dim d_model/n_head must be even, "
@@ -110,12 +110,12 @@ class MultiHeadAttention(Module):
                              "expected causal, rope, alibi and window off, got "
                              f"causal={causal}, rope={rope}, alibi={alibi}, window={window}")
 
-    def _init_params(self, C, H, K, bias, rng, init_std, out_std, dtype):
+    def _init_params(self, C, H, G, bias, rng, init_std, out_std, dtype):
         init_std = 0.02 if init_std is None else check_number("init_std", init_std, low=0.0)
         out_std = init_std if out_std is None else check_number("out_std", out_std, low=0.0)
         D = C // H
-        blocks = [("W_q", "b_q", H * D), ("W_kv", "b_kv", 2 * K * D)] if self.cross else \
-                 [("W_qkv", "b_qkv", (H + 2 * K) * D)]
+        blocks = [("W_q", "b_q", H * D), ("W_kv", "b_kv", 2 * G * D)] if self.cross else \
+                 [("W_qkv", "b_qkv", (H + 2 * G) * D)]
         for W_name, b_name, width in blocks:
             self.add_param(W_name, init.normal(rng, (C, width), init_std, dtype))
             if bias:

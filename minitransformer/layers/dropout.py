@@ -1,4 +1,4 @@
-"""Dropout Module: the identity in eval mode or with p == 0; the math is functional.dropout.
+"""Dropout Module: the identity in eval mode or with p_drop == 0; the math is functional.dropout.
 
 The mask generator is kept as ``self.rng``: a model's dropout draws are
 reproducible from the seed it was given, and the gradient checker finds every
@@ -13,21 +13,21 @@ from .module import Module
 
 
 class Dropout(Module):
-    """y = x ⊙ m / (1 - p), m ~ Bernoulli(1 - p), in training; y = x in eval.
+    """y = x ⊙ m / (1 - p_drop), m ~ Bernoulli(1 - p_drop), in training; y = x in eval.
 
-    p: the probability of DROPPING an entry, in [0, 1).
+    p_drop: the probability of DROPPING an entry, in [0, 1).
     rng: a seed or a Generator for the masks; None gives a generator seeded by
     the operating system (masks then differ from run to run).
     """
 
-    def __init__(self, p: float, rng=None):
+    def __init__(self, p_drop: float, rng=None):
         super().__init__()
-        self.p = check_number("p", p, low=0.0, high=1.0, high_open=True)
+        self.p_drop = check_number("p_drop", p_drop, low=0.0, high=1.0, high_open=True)
         self.rng = default_rng(rng)
 
     def forward(self, x):
-        """x (...) -> y like x (x itself in eval or with p == 0)."""
-        y, cache = dropout_forward(x, self.p, rng=self.rng, training=self.training)
+        """x (...) -> y like x (x itself in eval or with p_drop == 0)."""
+        y, cache = dropout_forward(x, self.p_drop, rng=self.rng, training=self.training)
         self._save(cache)
         return y
 
@@ -36,4 +36,4 @@ class Dropout(Module):
         return dropout_backward(dy, self._pop_cache())
 
     def __repr__(self) -> str:
-        return f"Dropout(p={self.p})"
+        return f"Dropout(p_drop={self.p_drop})"

@@ -12,14 +12,6 @@ from __future__ import annotations
 PLAIN_ONLY: frozenset[str] = frozenset()   # names whose plain form is used even on the hot path
                                            # (homework export writes the assignments' names here)
 
-_TWIN_MODULES = {   # plain module (under functional/) -> twin module (here), same function names
-    "softmax": ("softmax", ("softmax_forward", "softmax_backward", "log_softmax_forward")),
-    "norm": ("norm", ("layernorm_forward", "layernorm_backward", "rmsnorm_forward", "rmsnorm_backward")),
-    "activations": ("gelu", ("gelu_forward",)),
-    "attention": ("attention", ("attention_forward", "attention_backward")),
-    "cross_entropy": ("cross_entropy", ("cross_entropy_forward", "cross_entropy_backward")),
-}
-
 TWINS: dict = {}   # plain function's name -> its twin; filled on the first call of fast()
 
 
@@ -30,9 +22,13 @@ def twins() -> dict:
     so importing them here at module load would be a cycle.
     """
     if not TWINS:
-        import importlib
-        for twin_module, names in _TWIN_MODULES.values():
-            module = importlib.import_module(f".{twin_module}", __name__)
+        from . import attention, cross_entropy, gelu, norm, softmax
+        for module, names in ((softmax, ("softmax_forward", "softmax_backward", "log_softmax_forward")),
+                              (norm, ("layernorm_forward", "layernorm_backward",
+                                      "rmsnorm_forward", "rmsnorm_backward")),
+                              (gelu, ("gelu_forward",)),
+                              (attention, ("attention_forward", "attention_backward")),
+                              (cross_entropy, ("cross_entropy_forward", "cross_entropy_backward"))):
             TWINS.update({name: getattr(module, name) for name in names})
     return TWINS
 
