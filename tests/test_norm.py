@@ -181,7 +181,7 @@ def test_errors_name_the_argument():
         rmsnorm_forward(x.astype(np.float32), g)
     with pytest.raises(ValueError, match=r"eps: expected a number in \(0"):
         layernorm_forward(x, g, g, eps=0.0)
-    with pytest.raises(ValueError, match=r"d: expected an integer in \[1"):
+    with pytest.raises(ValueError, match=r"d_model: expected an integer in \[1"):
         LayerNorm(0)
 
 
