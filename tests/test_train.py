@@ -214,3 +214,83 @@ def test_resume_with_a_changed_config_names_the_difference(tmp_path):
     result = train(GPT(CFG, rng=1), _task(), _cfg(steps=20, eval_interval=7), checkpoint_path=ckpt, resume=True,
                    meta=meta, allow_config_change=True, log=lambda s: None)
     assert result.history[-1][0] == 20
+
+
+# ---------------------------------------------------------------- the train command
+TINY = ["--steps", "6", "--block-size", "8", "--batch-size", "2", "--n-layer", "1", "--n-head", "2",
+        "--n-embd", "16", "--eval-interval", "100"]
+
+
+def _text_file(tmp_path, text="abcab cabba bcaac " * 40):
+    path = tmp_path / "data.txt"
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--steps", "0"], "error: --steps: expected a positive integer, got 0"),
+    (["--batch-size", "-1"], "error: --batch-size: expected a positive integer, got -1"),
+    (["--n-layer", "0"], "error: --n-layer: expected a positive integer, got 0"),
+    (["--steps", "x"], "error: --steps: expected an integer, got 'x'"),
+    (["--lr", "inf"], "error: --lr: expected a number in (0, inf), got inf"),
+])
+def test_train_command_refuses_bad_numbers_in_one_line(argv, expected, capsys):
+    from minitransformer.cli import main
+    with pytest.raises(SystemExit) as e:
+        main(["train", *argv])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.startswith(expected) and err.count("\n") == 1
+
+
+def test_train_command_ctrl_c_saves_and_prints_the_resume_command(tmp_path, monkeypatch, capsys):
+    import shlex
+    from minitransformer.cli import main
+    out, data = str(tmp_path / "run"), _text_file(tmp_path)
+    calls, forward = [0], LanguageModelTask.forward
+
+    def interrupted(self, model, batch, device="cpu"):
+        if model.training:
+            calls[0] += 1
+            if calls[0] == 4:
+                raise KeyboardInterrupt
+        return forward(self, model, batch, device)
+    monkeypatch.setattr(LanguageModelTask, "forward", interrupted)
+    assert main(["train", "--data", data, *TINY, "--out", out]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted: step 3 of 6 saved to" in err
+    command = err.strip().splitlines()[-1].strip()
+    assert command.startswith("python -m minitransformer train ") and command.endswith(f"--out {out} --resume")
+    assert load_checkpoint(os.path.join(out, "checkpoint.npz"))[2]["step"] == 3
+    monkeypatch.setattr(LanguageModelTask, "forward", forward)
+    assert main(shlex.split(command)[3:]) == 0                       # the printed command continues the run
+    assert os.path.isfile(os.path.join(out, "result.json"))
+    assert "resumed from" in capsys.readouterr().out
+
+
+def test_train_command_resume_with_another_lr_needs_the_flag(tmp_path, capsys):
+    from minitransformer.cli import main
+    out, data = str(tmp_path / "run"), _text_file(tmp_path)
+    assert main(["train", "--data", data, *TINY, "--out", out, "--checkpoint-every", "2"]) == 0
+    capsys.readouterr()
+    assert main(["train", "--data", data, *TINY, "--out", out, "--resume", "--lr", "0.01"]) == 2
+    err = capsys.readouterr().err
+    assert "lr: 0.001 (checkpoint) vs 0.01 (now)" in err and "--allow-config-change" in err
+    assert err.count("\n") == 1
+    assert main(["train", "--data", data, *TINY, "--out", out, "--resume", "--lr", "0.01",
+                 "--allow-config-change"]) == 0
+
+
+def test_train_command_checks_data_and_out_before_training(tmp_path, capsys):
+    from minitransformer.cli import main
+    out = str(tmp_path / "run")
+    # No 'T' in the data: the sample starts from the data's own first characters; result.json is written.
+    assert main(["train", "--data", _text_file(tmp_path), *TINY, "--out", out]) == 0
+    assert os.path.isfile(os.path.join(out, "result.json"))
+    capsys.readouterr()
+    assert main(["train", "--data", _text_file(tmp_path, "abc" * 5), *TINY, "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --data: the val split is too short for --block-size")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert main(["train", "--data", _text_file(tmp_path), *TINY, "--out", str(blocker / "sub")]) == 2
+    assert capsys.readouterr().err.startswith("error: --out: cannot write in")
