@@ -294,3 +294,25 @@ def test_train_command_checks_data_and_out_before_training(tmp_path, capsys):
     blocker.write_text("")
     assert main(["train", "--data", _text_file(tmp_path), *TINY, "--out", str(blocker / "sub")]) == 2
     assert capsys.readouterr().err.startswith("error: --out: cannot write in")
+
+
+def test_a_real_sigint_during_the_update_is_held_back_until_the_step_is_done(tmp_path, monkeypatch):
+    import signal
+    from minitransformer.optim import AdamW
+    from minitransformer.training.loop import TrainingInterrupted
+    ckpt = str(tmp_path / "run.npz")
+    whole = train(GPT(CFG, rng=1), _task(), _cfg(), log=lambda s: None)
+    step = AdamW.step
+
+    def ctrl_c_midway(self, lr=None):
+        if self.t == 2:                                    # the update of step 3
+            os.kill(os.getpid(), signal.SIGINT)            # delivered now, inside the update
+        step(self, lr)
+    monkeypatch.setattr(AdamW, "step", ctrl_c_midway)
+    with pytest.raises(TrainingInterrupted) as e:
+        train(GPT(CFG, rng=1), _task(), _cfg(), checkpoint_path=ckpt, log=lambda s: None)
+    assert e.value.step == 3 and load_checkpoint(ckpt)[2]["step"] == 3
+    monkeypatch.setattr(AdamW, "step", step)
+    resumed = train(GPT(CFG, rng=99), _task(), _cfg(), checkpoint_path=ckpt, resume=True, log=lambda s: None)
+    assert [l for _, l in resumed.history] == [l for _, l in whole.history]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler        # train put it back

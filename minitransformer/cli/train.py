@@ -175,6 +175,10 @@ def run_train(args) -> int:
         else:
             print(f"\ninterrupted: {e}", file=sys.stderr)
         return 130
+    except KeyboardInterrupt:           # after the last step (final evaluation): every step is saved
+        print(f"\ninterrupted during the final evaluation; all {cfg.steps} steps are saved in {ckpt}",
+              file=sys.stderr)
+        return 130
     print(f"trained in {result.seconds:.1f} s | final loss: train {result.final_train_loss:.4f} | "
           f"val {result.final_val_loss:.4f} ({cfg.final_eval_batches} batches each)")
     # The numbers first: a failing plot or sample must not lose them.

@@ -9,8 +9,12 @@ One step:
     optimizer.step(lr = schedule(step))                 AdamW by default
     model.zero_grad()
 
-A non-finite loss stops training with a clear message BEFORE the update, so no
-NaN reaches the weights or a checkpoint. Checkpoints (checkpoint.py) keep the
+A non-finite loss or gradient norm stops training with a clear message BEFORE the
+update, so no NaN reaches the weights; a non-finite update is caught right after it
+(train_step says how), and ``save_checkpoint`` refuses non-finite values, so no NaN
+ever reaches a checkpoint. Ctrl-C saves the last completed step (TrainingInterrupted);
+a resume whose model or TrainConfig differs from the checkpoint's is refused
+(ResumeMismatch) unless ``allow_config_change`` (the model, never). Checkpoints (checkpoint.py) keep the
 parameters, the optimizer state and both random generators (batches, dropout),
 so ``resume`` continues bit for bit: the same losses as an uninterrupted run.
 
@@ -143,8 +147,9 @@ def train_step(model, task, batch, optimizer, lr: float, cfg: TrainConfig, devic
     if not math.isfinite(norm):
         bad = [name for name, _, g in optimizer.params if not math.isfinite(float(g.sum()))]
         model.zero_grad()
-        raise TrainingDiverged(f"the gradient norm is {norm} {at} (non-finite gradient of "
-                               f"{', '.join(bad[:3]) or 'some parameter'}{' ...' if len(bad) > 3 else ''}) "
+        what = (f"non-finite gradient of {', '.join(bad[:3])}{' ...' if len(bad) > 3 else ''}" if bad
+                else "finite gradients too large to square")
+        raise TrainingDiverged(f"the gradient norm is {norm} {at} ({what}) "
                                f"while the loss is {loss:.4g}: training stopped before the update "
                                "(lower the learning rate, or check the data); no weight was changed, "
                                "the weights are those of the step before")
@@ -156,8 +161,9 @@ def train_step(model, task, batch, optimizer, lr: float, cfg: TrainConfig, devic
         if guard is not None:
             guard.active = False
     model.zero_grad()
-    bad = [name for name, p, _ in optimizer.params if not math.isfinite(float(p.sum()))]
-    if bad:
+    # One scalar for all parameters (sums added on the device): one host sync per step, not one per array.
+    if not math.isfinite(float(sum(p.sum() for _, p, _ in optimizer.params))):
+        bad = [name for name, p, _ in optimizer.params if not math.isfinite(float(p.sum()))] or ["their sum"]
         raise TrainingDiverged(f"the update {at} (lr {lr:.3g}) made the weights non-finite "
                                f"({', '.join(bad[:3])}{' ...' if len(bad) > 3 else ''}): the weights in "
                                "memory are NOT those of the step before and must not be used; "
