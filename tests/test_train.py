@@ -276,6 +276,10 @@ def test_train_command_resume_with_another_lr_needs_the_flag(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "lr: 0.001 (checkpoint) vs 0.01 (now)" in err and "--allow-config-change" in err
     assert err.count("\n") == 1
+    (tmp_path / "other").mkdir()
+    other = _text_file(tmp_path / "other", "xyzxy zyxxy yzxxz " * 40)     # same vocabulary size, other text
+    assert main(["train", "--data", other, *TINY, "--out", out, "--resume", "--allow-config-change"]) == 2
+    assert "tokenizer: another vocabulary" in capsys.readouterr().err
     assert main(["train", "--data", data, *TINY, "--out", out, "--resume", "--lr", "0.01",
                  "--allow-config-change"]) == 0
 

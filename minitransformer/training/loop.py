@@ -338,6 +338,9 @@ def _restore(path, model, optimizer, batch_rng, cfg=None, meta=None, allow_confi
         arch.append(f"family: {saved['family']!r} (checkpoint) vs {meta['family']!r} (now)")
     if meta and isinstance(meta.get("config"), dict) and isinstance(saved.get("config"), dict):
         arch += _differences(saved["config"], meta["config"])
+    if meta and "tokenizer" in meta and "tokenizer" in saved and _differences(saved["tokenizer"], meta["tokenizer"]):
+        arch.append("tokenizer: another vocabulary (other --data or --tokenizer): the token ids would mean "
+                    "other text")
     now_shapes = {k: tuple(v.shape) for k, v in model.state_dict().items()}
     saved_shapes = {k: tuple(v.shape) for k, v in params.items()}
     if not arch and now_shapes != saved_shapes:
