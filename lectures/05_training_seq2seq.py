@@ -142,7 +142,7 @@ steps, width, batch = (40, 32, 32) if FAST else (400, 64, 64)
 config = Seq2SeqConfig(vocab_size=V, block_size=10, n_layer=2, n_head=4, d_model=width)
 model = Seq2Seq(config, rng=0)
 task = SequenceTaskData("reverse", V, (3, 8), batch, n_val=200, seed=0)
-train_config = TrainConfig(steps=steps, lr=3e-3, warmup_steps=steps // 10, label_smoothing=eps,
+train_config = TrainConfig(steps=steps, lr=3e-3, warmup_steps=steps // 10, smoothing=eps,
                            eval_interval=steps, log_interval=max(steps // 5, 1), final_eval_batches=5)
 print(f"{model.num_parameters():,} parameters, {steps} steps")
 result = train(model, task, train_config)

@@ -48,7 +48,7 @@ def test_cross_entropy_pair_gradients(lead, V, eps, scale, seed):
 
 @given(V=st.integers(2, 6), eps=smoothings, seed=seeds)
 def test_cross_entropy_module_gradients(V, eps, seed):
-    loss_fn = CrossEntropyLoss(ignore_index=0, label_smoothing=eps)   # class 0 doubles as padding
+    loss_fn = CrossEntropyLoss(ignore_index=0, smoothing=eps)   # class 0 doubles as padding
     result = check_module(loss_fn, normal_array(seed + 1, (2, 3, V)), integer_ids(seed + 2, (2, 3), V),
                           seed=seed, tol=TOL, h=1e-5)             # h: see the pair test above
     assert result.ok, str(result)

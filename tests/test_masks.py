@@ -77,6 +77,12 @@ def test_additive_mask_values_and_dtype():
     np.testing.assert_array_equal(bias, np.array([[0.0, -np.inf]], np.float32))
 
 
+def test_additive_mask_refuses_an_integer_mask():
+    # ~ on int 0/1 is bitwise (-1, -2): the old result hid every key, with no error.
+    with pytest.raises(TypeError, match="mask: expected a boolean array, got int64"):
+        additive_mask(np.array([[1, 0]], np.int64), np.float32)
+
+
 def test_errors_name_the_argument():
     with pytest.raises(ValueError, match="window: expected an integer in \\[1"):
         sliding_window_mask(3, 0)

@@ -99,3 +99,224 @@ def test_train_command_errors_go_to_stderr_with_exit_2(tmp_path, capsys):
     assert code == 2
     assert out == ""
     assert err.startswith("error: --resume: no checkpoint at ")
+
+
+# ---------------------------------------------------------------- fault injection: nothing lost
+def _weights(path):
+    return load_checkpoint(path)[0]
+
+
+def _inf_gradient_at(monkeypatch, model, k):
+    """From step k on, the backward leaves an inf in one gradient while the loss stays finite."""
+    calls, backward = [0], model.backward
+
+    def patched(d):
+        out = backward(d)
+        calls[0] += 1
+        if calls[0] >= k:
+            next(g for _, _, g in model.parameters())[0] = np.inf
+        return out
+    monkeypatch.setattr(model, "backward", patched)
+
+
+def test_an_inf_gradient_stops_before_the_update_and_the_checkpoint_keeps_the_last_good_step(tmp_path, monkeypatch):
+    ckpt = str(tmp_path / "run.npz")
+    model = GPT(CFG, rng=1)
+    _inf_gradient_at(monkeypatch, model, 4)
+    with pytest.raises(TrainingDiverged) as e:
+        train(model, _task(), _cfg(checkpoint_interval=1), checkpoint_path=ckpt, log=lambda s: None)
+    msg = str(e.value)
+    assert "the gradient norm is inf at step 4" in msg and "the weights are those of the step before" in msg
+    params, _, meta = load_checkpoint(ckpt)
+    assert meta["step"] == 3
+    assert all(np.array_equal(params[k], v) for k, v in model.state_dict().items())   # memory == step 3
+    assert all(np.isfinite(v).all() for v in params.values())
+
+
+def test_a_non_finite_update_is_reported_truthfully_and_never_saved(tmp_path, monkeypatch):
+    ckpt = str(tmp_path / "run.npz")
+    model = GPT(CFG, rng=1)
+    from minitransformer.optim import AdamW
+    step = AdamW.step
+
+    def exploding(self, lr=None):
+        step(self, lr)
+        if self.t == 3:
+            self.params[0][1][...] = np.inf                # as an absurd lr would
+    monkeypatch.setattr(AdamW, "step", exploding)
+    with pytest.raises(TrainingDiverged, match=r"the update at step 3 .* made the weights non-finite.*NOT those"):
+        train(model, _task(), _cfg(checkpoint_interval=1), checkpoint_path=ckpt, log=lambda s: None)
+    params, optim, meta = load_checkpoint(ckpt)
+    assert meta["step"] == 2 and all(np.isfinite(v).all() for v in params.values())
+
+
+def test_save_checkpoint_refuses_non_finite_weights_or_optimizer_state(tmp_path):
+    from minitransformer.optim import AdamW
+    path = str(tmp_path / "c.npz")
+    save_checkpoint(path, GPT(CFG, rng=1))
+    old = open(path, "rb").read()
+    bad = GPT(CFG, rng=2)
+    bad.embed.tok.W[0, 0] = np.nan
+    with pytest.raises(ValueError, match=r"parameter 'embed.tok.W' holds non-finite values .* refusing to write"):
+        save_checkpoint(path, bad)
+    good = GPT(CFG, rng=2)
+    opt = AdamW(good.parameters(), 1e-3)
+    next(iter(opt.state["m"].values()))[0] = np.inf
+    with pytest.raises(ValueError, match=r"optimizer state 'm/.*' holds non-finite values"):
+        save_checkpoint(path, good, optimizer_state=opt.state_dict())
+    assert open(path, "rb").read() == old
+
+
+def _interrupt_at(monkeypatch, task, k):
+    """KeyboardInterrupt raised inside the forward of step k (the k-th training batch)."""
+    calls, forward = [0], task.forward
+
+    def patched(model, batch, device="cpu"):
+        if model.training:
+            calls[0] += 1
+            if calls[0] == k:
+                raise KeyboardInterrupt
+        return forward(model, batch, device)
+    monkeypatch.setattr(task, "forward", patched)
+
+
+def test_ctrl_c_inside_a_step_saves_the_last_step_and_resume_is_still_exact(tmp_path, monkeypatch):
+    from minitransformer.training.loop import TrainingInterrupted
+    ckpt = str(tmp_path / "run.npz")
+    whole = train(GPT(CFG, rng=1), _task(), _cfg(), log=lambda s: None)
+    task = _task()
+    _interrupt_at(monkeypatch, task, 7)
+    with pytest.raises(TrainingInterrupted) as e:
+        train(GPT(CFG, rng=1), task, _cfg(), checkpoint_path=ckpt, log=lambda s: None)
+    assert e.value.step == 6 and e.value.saved and load_checkpoint(ckpt)[2]["step"] == 6
+    resumed = train(GPT(CFG, rng=99), _task(), _cfg(), checkpoint_path=ckpt, resume=True, log=lambda s: None)
+    assert [l for _, l in resumed.history] == [l for _, l in whole.history]   # step 7 replayed bit for bit
+
+
+def test_resume_with_a_changed_config_names_the_difference(tmp_path):
+    from minitransformer.training.loop import ResumeMismatch
+    ckpt = str(tmp_path / "run.npz")
+    meta = {"family": "gpt", "config": CFG.to_dict()}
+    train(GPT(CFG, rng=1), _task(), _cfg(), checkpoint_path=ckpt, stop_after=5, meta=meta, log=lambda s: None)
+    with pytest.raises(ResumeMismatch, match=r"lr: 0\.001 \(checkpoint\) vs 0\.01 \(now\).*--allow-config-change"):
+        train(GPT(CFG, rng=1), _task(), _cfg(lr=1e-2), checkpoint_path=ckpt, resume=True, meta=meta,
+              log=lambda s: None)
+    with pytest.raises(ResumeMismatch, match=r"steps: 12 \(checkpoint\) vs 20 \(now\).*schedule"):
+        train(GPT(CFG, rng=1), _task(), _cfg(steps=20), checkpoint_path=ckpt, resume=True, meta=meta,
+              log=lambda s: None)
+    width = "d_model"
+    wide = GPTConfig(**{**CFG.to_dict(), width: 32})
+    with pytest.raises(ResumeMismatch, match=rf"model differs.*{width}: 16 \(checkpoint\) vs 32 \(now\).*cannot change"):
+        train(GPT(wide, rng=1), _task(), _cfg(), checkpoint_path=ckpt, resume=True, allow_config_change=True,
+              meta={"family": "gpt", "config": wide.to_dict()}, log=lambda s: None)
+    with pytest.raises(ResumeMismatch, match=r"model differs.*: \(16,\) \(checkpoint\) vs \(32,\) \(now\)"):
+        train(GPT(wide, rng=1), _task(), _cfg(), checkpoint_path=ckpt, resume=True, log=lambda s: None)
+    result = train(GPT(CFG, rng=1), _task(), _cfg(steps=20, eval_interval=7), checkpoint_path=ckpt, resume=True,
+                   meta=meta, allow_config_change=True, log=lambda s: None)
+    assert result.history[-1][0] == 20
+
+
+# ---------------------------------------------------------------- the train command
+TINY = ["--steps", "6", "--block-size", "8", "--batch-size", "2", "--n-layer", "1", "--n-head", "2",
+        "--d-model", "16", "--eval-interval", "100"]
+
+
+def _text_file(tmp_path, text="abcab cabba bcaac " * 40):
+    path = tmp_path / "data.txt"
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--steps", "0"], "error: --steps: expected a positive integer, got 0"),
+    (["--batch-size", "-1"], "error: --batch-size: expected a positive integer, got -1"),
+    (["--n-layer", "0"], "error: --n-layer: expected a positive integer, got 0"),
+    (["--steps", "x"], "error: --steps: expected an integer, got 'x'"),
+    (["--lr", "inf"], "error: --lr: expected a number in (0, inf), got inf"),
+])
+def test_train_command_refuses_bad_numbers_in_one_line(argv, expected, capsys):
+    from minitransformer.cli import main
+    with pytest.raises(SystemExit) as e:
+        main(["train", *argv])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.startswith(expected) and err.count("\n") == 1
+
+
+def test_train_command_ctrl_c_saves_and_prints_the_resume_command(tmp_path, monkeypatch, capsys):
+    import shlex
+    from minitransformer.cli import main
+    out, data = str(tmp_path / "run"), _text_file(tmp_path)
+    calls, forward = [0], LanguageModelTask.forward
+
+    def interrupted(self, model, batch, device="cpu"):
+        if model.training:
+            calls[0] += 1
+            if calls[0] == 4:
+                raise KeyboardInterrupt
+        return forward(self, model, batch, device)
+    monkeypatch.setattr(LanguageModelTask, "forward", interrupted)
+    assert main(["train", "--data", data, *TINY, "--out", out]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted: step 3 of 6 saved to" in err
+    command = err.strip().splitlines()[-1].strip()
+    assert command.startswith("python -m minitransformer train ") and command.endswith(f"--out {out} --resume")
+    assert load_checkpoint(os.path.join(out, "checkpoint.npz"))[2]["step"] == 3
+    monkeypatch.setattr(LanguageModelTask, "forward", forward)
+    assert main(shlex.split(command)[3:]) == 0                       # the printed command continues the run
+    assert os.path.isfile(os.path.join(out, "result.json"))
+    assert "resumed from" in capsys.readouterr().out
+
+
+def test_train_command_resume_with_another_lr_needs_the_flag(tmp_path, capsys):
+    from minitransformer.cli import main
+    out, data = str(tmp_path / "run"), _text_file(tmp_path)
+    assert main(["train", "--data", data, *TINY, "--out", out, "--checkpoint-every", "2"]) == 0
+    capsys.readouterr()
+    assert main(["train", "--data", data, *TINY, "--out", out, "--resume", "--lr", "0.01"]) == 2
+    err = capsys.readouterr().err
+    assert "lr: 0.001 (checkpoint) vs 0.01 (now)" in err and "--allow-config-change" in err
+    assert err.count("\n") == 1
+    (tmp_path / "other").mkdir()
+    other = _text_file(tmp_path / "other", "xyzxy zyxxy yzxxz " * 40)     # same vocabulary size, other text
+    assert main(["train", "--data", other, *TINY, "--out", out, "--resume", "--allow-config-change"]) == 2
+    assert "tokenizer: another vocabulary" in capsys.readouterr().err
+    assert main(["train", "--data", data, *TINY, "--out", out, "--resume", "--lr", "0.01",
+                 "--allow-config-change"]) == 0
+
+
+def test_train_command_checks_data_and_out_before_training(tmp_path, capsys):
+    from minitransformer.cli import main
+    out = str(tmp_path / "run")
+    # No 'T' in the data: the sample starts from the data's own first characters; result.json is written.
+    assert main(["train", "--data", _text_file(tmp_path), *TINY, "--out", out]) == 0
+    assert os.path.isfile(os.path.join(out, "result.json"))
+    capsys.readouterr()
+    assert main(["train", "--data", _text_file(tmp_path, "abc" * 5), *TINY, "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --data: the val split is too short for --block-size")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert main(["train", "--data", _text_file(tmp_path), *TINY, "--out", str(blocker / "sub")]) == 2
+    assert capsys.readouterr().err.startswith("error: --out: cannot write in")
+
+
+def test_a_real_sigint_during_the_update_is_held_back_until_the_step_is_done(tmp_path, monkeypatch):
+    import signal
+    from minitransformer.optim import AdamW
+    from minitransformer.training.loop import TrainingInterrupted
+    ckpt = str(tmp_path / "run.npz")
+    whole = train(GPT(CFG, rng=1), _task(), _cfg(), log=lambda s: None)
+    step = AdamW.step
+
+    def ctrl_c_midway(self, lr=None):
+        if self.t == 2:                                    # the update of step 3
+            os.kill(os.getpid(), signal.SIGINT)            # delivered now, inside the update
+        step(self, lr)
+    monkeypatch.setattr(AdamW, "step", ctrl_c_midway)
+    with pytest.raises(TrainingInterrupted) as e:
+        train(GPT(CFG, rng=1), _task(), _cfg(), checkpoint_path=ckpt, log=lambda s: None)
+    assert e.value.step == 3 and load_checkpoint(ckpt)[2]["step"] == 3
+    monkeypatch.setattr(AdamW, "step", step)
+    resumed = train(GPT(CFG, rng=99), _task(), _cfg(), checkpoint_path=ckpt, resume=True, log=lambda s: None)
+    assert [l for _, l in resumed.history] == [l for _, l in whole.history]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler        # train put it back

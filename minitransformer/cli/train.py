@@ -8,42 +8,92 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import shlex
 import sys
+import tempfile
 
 import numpy as np
 
 from ..training.data import BOS, EOS, load_text, train_val_split
 from ..models import GPT, Encoder, EncoderConfig, GPTConfig, Seq2Seq, Seq2SeqConfig
 from ..training.tasks import LanguageModelTask, MaskedLMTask, SequenceTaskData
-from ..training.loop import TrainConfig, TrainingDiverged, train
+from ..training.loop import ResumeMismatch, TrainConfig, TrainingDiverged, TrainingInterrupted, train
 
 SEQ_VOCAB = 16          # PAD, BOS, EOS and 13 symbols for the synthetic tasks
 SEQ_LENGTHS = (4, 12)   # source lengths of the synthetic tasks
 
 
+def _integer(low: int):
+    """An argparse ``type=``: an integer >= ``low``; a bad value gives a one-line error naming the flag."""
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < low:
+            what = "a positive integer" if low == 1 else f"an integer >= {low}"
+            raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
+        return value
+    parse.__name__ = "int"
+    return parse
+
+
+def _real(low: float, high: float = math.inf, low_open=True, high_open=True):
+    """An argparse ``type=``: a finite number in the interval; one-line errors like ``_integer``."""
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not (math.isfinite(value) and (value > low if low_open else value >= low)
+                and (value < high if high_open else value <= high)):
+            interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+            raise argparse.ArgumentTypeError(f"expected a number in {interval}, got {text}")
+        return value
+    parse.__name__ = "float"
+    return parse
+
+
+def _one_line_error(parser: argparse.ArgumentParser):
+    """``parser.error`` that prints ``error: --flag: what was expected, got what`` and no usage dump."""
+    def error(message):
+        if message.startswith("argument "):
+            message = message[len("argument "):]
+        parser.exit(2, f"error: {message} (see: python -m minitransformer {parser.prog.split()[-1]} --help)\n")
+    return error
+
+
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
+    p.error = _one_line_error(p)                 # argparse calls self.error: the instance's wins
+    p.set_defaults(train_parser=p)               # run_train rebuilds the exact --resume command from it
     p.add_argument("--model", choices=("gpt", "seq2seq", "encoder"), default="gpt",
                    help="model family (default: gpt)")
     p.add_argument("--task", choices=("lm", "copy", "reverse", "sort", "mlm"), default=None,
                    help="gpt: lm; seq2seq: copy | reverse | sort (default reverse); encoder: mlm")
     p.add_argument("--data", default=None, help="a UTF-8 text file (default: Python's own help topics)")
     p.add_argument("--tokenizer", choices=("char", "bpe"), default="char", help="text tokenizer (default: char)")
-    p.add_argument("--vocab-size", type=int, default=512, help="BPE vocabulary size (with --tokenizer bpe)")
-    p.add_argument("--steps", type=int, default=None, help="optimizer steps (default: 2000 gpt, 800 seq2seq, 1000 mlm)")
-    p.add_argument("--batch-size", type=int, default=None, help="sequences per step (default: 12; seq2seq 64)")
-    p.add_argument("--block-size", type=int, default=64, help="context length in tokens (default: 64)")
-    p.add_argument("--n-layer", type=int, default=None, help="blocks per stack (default: 4; seq2seq 2)")
-    p.add_argument("--n-head", type=int, default=4, help="attention heads (default: 4)")
-    p.add_argument("--d-model", type=int, default=128, help="model width d_model (default: 128)")
-    p.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (default: 1e-3)")
-    p.add_argument("--p-drop", type=float, default=0.0, help="dropout probability (default: 0)")
+    p.add_argument("--vocab-size", type=_integer(1), default=512, help="BPE vocabulary size (with --tokenizer bpe)")
+    p.add_argument("--steps", type=_integer(1), default=None, help="optimizer steps (default: 2000 gpt, 800 seq2seq, 1000 mlm)")
+    p.add_argument("--batch-size", type=_integer(1), default=None, help="sequences per step (default: 12; seq2seq 64)")
+    p.add_argument("--block-size", type=_integer(1), default=64, help="context length in tokens (default: 64)")
+    p.add_argument("--n-layer", type=_integer(1), default=None, help="blocks per stack (default: 4; seq2seq 2)")
+    p.add_argument("--n-head", type=_integer(1), default=4, help="attention heads (default: 4)")
+    p.add_argument("--d-model", type=_integer(1), default=128, help="model width d_model (default: 128)")
+    p.add_argument("--lr", type=_real(0.0), default=1e-3, help="peak learning rate (default: 1e-3)")
+    p.add_argument("--p-drop", type=_real(0.0, 1.0, low_open=False), default=0.0, help="dropout probability (default: 0)")
     p.add_argument("--position", choices=("learned", "sinusoidal", "rope", "alibi", "none"), default=None,
                    help="position encoding (default: learned; seq2seq sinusoidal)")
-    p.add_argument("--eval-interval", type=int, default=500, help="steps between evaluations (default: 500)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the weights and the batches (default: 0)")
+    p.add_argument("--eval-interval", type=_integer(1), default=500, help="steps between evaluations (default: 500)")
+    p.add_argument("--seed", type=_integer(0), default=0, help="seed of the weights and the batches (default: 0)")
     p.add_argument("--out", default=None, help="output folder for checkpoint and loss curve (default: runs/MODEL)")
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out, bit for bit")
+    p.add_argument("--checkpoint-every", type=_integer(0), default=0,
+                   help="save the checkpoint every N steps (default 0: at the end and on Ctrl-C only)")
+    p.add_argument("--allow-config-change", action="store_true",
+                   help="with --resume: continue although lr, steps, seed, ... differ from the checkpoint's "
+                        "(the model architecture can never change)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="cuda needs CuPy (default: cpu)")
 
 
@@ -51,7 +101,8 @@ def build(args):
     """(model, task, TrainConfig, meta) from the parsed arguments."""
     steps_default = {"gpt": 2000, "seq2seq": 800, "encoder": 1000}[args.model]
     cfg = TrainConfig(steps=args.steps or steps_default, lr=args.lr, seed=args.seed,
-                      eval_interval=min(args.eval_interval, args.steps or steps_default))
+                      eval_interval=min(args.eval_interval, args.steps or steps_default),
+                      checkpoint_interval=getattr(args, "checkpoint_every", 0))
     batch = args.batch_size or (64 if args.model == "seq2seq" else 12)
     if args.model == "seq2seq":
         task_name = args.task or "reverse"
@@ -97,30 +148,90 @@ def _tokenize(args):
 def run_train(args) -> int:
     try:
         model, task, cfg, meta = build(args)
+        out = args.out or os.path.join("runs", meta["family"])
+        ckpt = os.path.join(out, "checkpoint.npz")
+        if args.resume and not os.path.isfile(ckpt):
+            raise ValueError(f"--resume: no checkpoint at {ckpt}")
+        prompt = _preflight(task, meta, out)
     except (ValueError, TypeError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
-    out = args.out or os.path.join("runs", meta["family"])
-    ckpt = os.path.join(out, "checkpoint.npz")
-    if args.resume and not os.path.isfile(ckpt):
-        print(f"error: --resume: no checkpoint at {ckpt}", file=sys.stderr)
         return 2
     if args.device != "cpu":
         model.to(args.device)
     print(f"{meta['family']}: {model.num_parameters():,} parameters | {cfg.steps} steps | checkpoint {ckpt}")
     try:
-        result = train(model, task, cfg, checkpoint_path=ckpt, resume=args.resume, meta=meta, device=args.device)
+        result = train(model, task, cfg, checkpoint_path=ckpt, resume=args.resume, meta=meta, device=args.device,
+                       allow_config_change=getattr(args, "allow_config_change", False))
     except TrainingDiverged as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    except ResumeMismatch as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except TrainingInterrupted as e:
+        if e.saved:
+            print(f"\ninterrupted: step {e.step} of {cfg.steps} saved to {ckpt}; to continue:\n"
+                  f"    {_resume_command(args, out)}", file=sys.stderr)
+        else:
+            print(f"\ninterrupted: {e}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:           # after the last step (final evaluation): every step is saved
+        print(f"\ninterrupted during the final evaluation; all {cfg.steps} steps are saved in {ckpt}",
+              file=sys.stderr)
+        return 130
     print(f"trained in {result.seconds:.1f} s | final loss: train {result.final_train_loss:.4f} | "
           f"val {result.final_val_loss:.4f} ({cfg.final_eval_batches} batches each)")
-    _plot_losses(result, os.path.join(out, "loss.png"))
-    _report(model, task, meta, args)
+    # The numbers first: a failing plot or sample must not lose them.
     with open(os.path.join(out, "result.json"), "w") as f:
         json.dump({"seconds": result.seconds, "train_loss": result.final_train_loss,
                    "val_loss": result.final_val_loss, "evals": result.evals}, f)
+    _plot_losses(result, os.path.join(out, "loss.png"))
+    _report(model, task, meta, args, prompt)
     return 0
+
+
+def _preflight(task, meta, out) -> str | None:
+    """Everything that can fail after training, checked before step 1; returns the GPT sample prompt.
+
+    The output folder must be writable (checkpoint, result.json, loss curve); each
+    split must hold one batch of the block size; the sample prompt "The " must be
+    encodable (a corpus without those characters gets its own first characters).
+    """
+    try:
+        os.makedirs(out, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as e:
+        raise OSError(f"--out: cannot write in {out!r} ({e.strerror or e})") from None
+    for split in ("train", "val"):
+        try:
+            task.batch(split, np.random.default_rng(0))
+        except ValueError as e:
+            raise ValueError(f"--data: the {split} split is too short for --block-size ({e})") from None
+    if meta["family"] != "gpt":
+        return None
+    from ..tokenizers import tokenizer_from_dict
+    tok = tokenizer_from_dict(meta["tokenizer"])
+    try:
+        tok.encode("The ")
+        return "The "
+    except ValueError:
+        return tok.decode(task.splits["train"][:4].tolist())
+
+
+def _resume_command(args, out) -> str:
+    """The exact command that continues this run: the same flags, --out spelled out, --resume."""
+    words = ["python", "-m", "minitransformer", "train"]
+    parser = getattr(args, "train_parser", None)
+    for action in (parser._actions if parser else ()):
+        flag = next((o for o in action.option_strings if o.startswith("--")), None)
+        if flag in (None, "--help", "--out", "--resume"):
+            continue
+        value = getattr(args, action.dest, action.default)
+        if value == action.default:
+            continue
+        words += [flag] if isinstance(action, argparse._StoreTrueAction) else [flag, str(value)]
+    return shlex.join(words + ["--out", out, "--resume"])
 
 
 def _plot_losses(result, path) -> None:
@@ -129,14 +240,13 @@ def _plot_losses(result, path) -> None:
     print(f"loss curve: {path}")
 
 
-def _report(model, task, meta, args) -> None:
+def _report(model, task, meta, args, prompt="The ") -> None:
     """What the trained model does: a text sample, or held-out accuracy."""
     model.eval()
     if meta["family"] == "gpt":
         from ..generation.generate import generate
         from ..tokenizers import tokenizer_from_dict
         tok = tokenizer_from_dict(meta["tokenizer"])
-        prompt = "The "
         ids = generate(model, np.asarray([tok.encode(prompt)]), max_new_tokens=200, strategy="sample",
                        temperature=0.8, rng=np.random.default_rng(args.seed),
                        use_cache=False)   # the uncached loop crops the context: 200 chars > block_size

@@ -12,7 +12,10 @@ error O(h²) ≈ 1e-12 and round-off O(eps·|L|/h) ≈ 1e-10·|L|, so a correct 
 shows relative errors around 1e-9 and a wrong one shows errors near 1.
 
 The error per tensor is ``max|a - n| / max(max|a|, max|n|, tiny)`` over the checked
-coordinates. Two entrances:
+coordinates; a tensor is OK when it is at most ``tol`` OR when the max abs error is
+at most ``atol`` (default 1e-10, the round-off of a central difference on an O(1)
+objective): gradients near 1e-13 carry round-off as large as themselves, and their
+relative error says nothing. Pass ``atol=0`` for the relative test alone. Two entrances:
 
     check_pair(layernorm_forward, layernorm_backward, {"x": x, "gamma": g, "beta": b})
     check_module(MyLayer(...).astype(np.float64), x)
@@ -30,6 +33,7 @@ from ..backend import get_xp, to_numpy
 
 TINY = 1e-300       # keeps the relative error defined when both gradients are 0
 DEFAULT_TOL = 1e-7  # a correct float64 backward lands near 1e-9; a bug near 1
+DEFAULT_ATOL = 1e-10  # absolute floor: eps·|L|/h ≈ 1e-16/1e-6, the round-off of the numerical side
 
 
 @dataclass
@@ -46,6 +50,7 @@ class TensorReport:
 class GradcheckResult:
     rows: list = field(default_factory=list)
     tol: float = DEFAULT_TOL
+    atol: float = DEFAULT_ATOL
 
     @property
     def ok(self) -> bool:
@@ -64,7 +69,8 @@ class GradcheckResult:
         for r in self.rows:
             lines.append(f"{r.name:<28} {str(r.shape):<18} {r.n_checked:>7} {r.max_abs_error:>12.3e} "
                          f"{r.rel_error:>10.3e}  {'OK' if r.ok else 'NOT OK'}")
-        lines.append(f"tolerance {self.tol:.1e}: {'all OK' if self.ok else 'FAILED'}")
+        lines.append(f"tolerance {self.tol:.1e} (or max abs err <= {self.atol:.1e}): "
+                     f"{'all OK' if self.ok else 'FAILED'}")
         return "\n".join(lines)
 
 
@@ -137,7 +143,7 @@ def _as_tuple(grads) -> tuple:
     return grads if isinstance(grads, tuple) else (grads,)
 
 
-def _report(result, name, x, analytic, output, g, h, max_coords, rng, tol):
+def _report(result, name, x, analytic, output, g, h, max_coords, rng, tol, atol=DEFAULT_ATOL):
     if analytic is None:
         return
     if tuple(analytic.shape) != tuple(x.shape):
@@ -146,17 +152,20 @@ def _report(result, name, x, analytic, output, g, h, max_coords, rng, tol):
     numeric = _numerical(output, g, x, coords, h)
     a = to_numpy(analytic).reshape(-1)[coords]
     abs_err, rel = relative_error(a, numeric)
-    result.rows.append(TensorReport(name, tuple(x.shape), abs_err, rel, rel <= tol, len(coords)))
+    result.rows.append(TensorReport(name, tuple(x.shape), abs_err, rel, rel <= tol or abs_err <= atol,
+                                    len(coords)))
 
 
 def check_pair(forward, backward, inputs: dict, *, kwargs=None, wrt=None, seed: int = 0,
-               h: float = 1e-6, tol: float = DEFAULT_TOL, max_coords: int = 256) -> GradcheckResult:
+               h: float = 1e-6, tol: float = DEFAULT_TOL, max_coords: int = 256,
+               atol: float = DEFAULT_ATOL) -> GradcheckResult:
     """Check a functional pair ``out, cache = forward(**inputs, **kwargs)`` /
     ``grads = backward(g, cache)``.
 
     ``wrt`` names the inputs that ``backward`` returns gradients for, in its
     order (default: every floating-point input, in the order given); a ``None``
     gradient is skipped. The inputs are perturbed in place and restored.
+    ``tol``: relative tolerance; ``atol``: absolute floor (see the module docstring).
     """
     kwargs = kwargs or {}
     rng = _checker_rng(seed)
@@ -173,9 +182,9 @@ def check_pair(forward, backward, inputs: dict, *, kwargs=None, wrt=None, seed: 
     def output():
         return forward(**inputs, **kwargs)[0]
 
-    result = GradcheckResult(tol=tol)
+    result = GradcheckResult(tol=tol, atol=atol)
     for name, analytic in zip(wrt, grads):
-        _report(result, name, inputs[name], analytic, output, g, h, max_coords, rng, tol)
+        _report(result, name, inputs[name], analytic, output, g, h, max_coords, rng, tol, atol)
     return result
 
 
@@ -185,7 +194,8 @@ def _generators(module):
 
 
 def check_module(module, *inputs, seed: int = 0, h: float = 1e-6, tol: float = DEFAULT_TOL,
-                 max_coords: int = 64, check_inputs: bool = True, forward_kwargs=None) -> GradcheckResult:
+                 max_coords: int = 64, check_inputs: bool = True, forward_kwargs=None,
+                 atol: float = DEFAULT_ATOL) -> GradcheckResult:
     """Check ``module.backward`` against central differences of ``module.forward``.
 
     Checks every floating-point input (the gradients backward returns, in the
@@ -210,12 +220,12 @@ def check_module(module, *inputs, seed: int = 0, h: float = 1e-6, tol: float = D
     g = _upstream(out, rng)
     input_grads = _as_tuple(module.backward(g))
 
-    result = GradcheckResult(tol=tol)
+    result = GradcheckResult(tol=tol, atol=atol)
     if check_inputs:
         for i, (x, dx) in enumerate(zip(inputs, input_grads)):
             if getattr(getattr(x, "dtype", None), "kind", None) == "f" and dx is not None:
                 _require_float64(f"input[{i}]", x)
-                _report(result, f"input[{i}]", x, dx, run, g, h, max_coords, rng, tol)
+                _report(result, f"input[{i}]", x, dx, run, g, h, max_coords, rng, tol, atol)
     for name, p, grad in module.parameters():
-        _report(result, name, p, grad.copy(), run, g, h, max_coords, rng, tol)
+        _report(result, name, p, grad.copy(), run, g, h, max_coords, rng, tol, atol)
     return result

@@ -1,7 +1,7 @@
 """Training support: the loop, the data and tasks it draws batches from, the loss
 Module, checkpoints (save, resume, load), and the process-wide allocator setting.
 
-    loop.py         TrainConfig, train(), TrainingDiverged
+    loop.py         TrainConfig, train(), TrainingDiverged, TrainingInterrupted, ResumeMismatch
     data.py         the default corpus, splits, random batches, MLM masking
     tasks.py        what a model family trains on (LM, MLM, sequence tasks)
     loss.py         CrossEntropyLoss, the Module around functional/cross_entropy
@@ -10,4 +10,4 @@ Module, checkpoints (save, resume, load), and the process-wide allocator setting
     perf.py         tune_malloc()
 """
 from .load import load_model
-from .loop import TrainConfig, TrainingDiverged, train
+from .loop import ResumeMismatch, TrainConfig, TrainingDiverged, TrainingInterrupted, train

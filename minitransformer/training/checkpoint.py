@@ -4,7 +4,9 @@ generators' states), so that a run can be resumed bit for bit.
 
 Writes are atomic: the file is written next to its destination under a temporary
 name and renamed over it (``os.replace`` is atomic on POSIX and Windows), so a
-failed or interrupted save leaves the previous checkpoint intact.
+failed or interrupted save leaves the previous checkpoint intact. A parameter or
+optimizer buffer holding NaN or inf is refused (ValueError) before anything is
+written: a diverged run never overwrites the last good checkpoint.
 """
 from __future__ import annotations
 
@@ -29,6 +31,11 @@ def save_checkpoint(path, model, *, optimizer_state: dict | None = None, meta: d
             arrays[OPTIM + key] = to_numpy(value)
         else:
             optim_meta[key] = value
+    for key, a in arrays.items():
+        if a.dtype.kind in "fc" and not np.isfinite(a).all():
+            what = f"parameter {key[len(PARAM):]!r}" if key.startswith(PARAM) else f"optimizer state {key[len(OPTIM):]!r}"
+            raise ValueError(f"checkpoint: {what} holds non-finite values (NaN or inf); refusing to write "
+                             f"{path}, which keeps its previous contents")
     doc = {**(meta or {}), "optimizer": optim_meta}
     arrays[META] = np.frombuffer(json.dumps(doc).encode("utf-8"), dtype=np.uint8)
     directory = os.path.dirname(os.path.abspath(path))

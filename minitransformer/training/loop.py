@@ -9,8 +9,12 @@ One step:
     optimizer.step(lr = schedule(step))                 AdamW by default
     model.zero_grad()
 
-A non-finite loss stops training with a clear message BEFORE the update, so no
-NaN reaches the weights or a checkpoint. Checkpoints (checkpoint.py) keep the
+A non-finite loss or gradient norm stops training with a clear message BEFORE the
+update, so no NaN reaches the weights; a non-finite update is caught right after it
+(train_step says how), and ``save_checkpoint`` refuses non-finite values, so no NaN
+ever reaches a checkpoint. Ctrl-C saves the last completed step (TrainingInterrupted);
+a resume whose model or TrainConfig differs from the checkpoint's is refused
+(ResumeMismatch) unless ``allow_config_change`` (the model, never). Checkpoints (checkpoint.py) keep the
 parameters, the optimizer state and both random generators (batches, dropout),
 so ``resume`` continues bit for bit: the same losses as an uninterrupted run.
 
@@ -35,7 +39,30 @@ from .perf import tune_malloc
 
 
 class TrainingDiverged(RuntimeError):
-    """The loss became NaN or infinite; the weights were left as they were before the step."""
+    """The loss, the gradient norm or the updated weights became NaN or infinite.
+
+    The message says which step and what was non-finite, and whether the weights
+    in memory are still those of the step before (a non-finite loss or gradient
+    norm: caught before the update) or not (a non-finite update). No checkpoint is
+    ever written with non-finite values (``save_checkpoint`` refuses).
+    """
+
+
+class ResumeMismatch(ValueError):
+    """``resume`` with a model or a TrainConfig that differs from the checkpoint's."""
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Ctrl-C during ``train``: ``step`` steps are done; ``saved`` says whether they are in ``checkpoint_path``."""
+
+    def __init__(self, message: str, step: int, checkpoint_path, saved: bool):
+        super().__init__(message)
+        self.step, self.checkpoint_path, self.saved = step, checkpoint_path, saved
+
+
+# TrainConfig fields that do not change the trajectory of a run: a resume may change them freely.
+RESUME_FREE_FIELDS = ("eval_interval", "eval_batches", "final_eval_batches", "log_interval",
+                      "checkpoint_interval", "tune_malloc")
 
 
 @dataclass
@@ -47,7 +74,7 @@ class TrainConfig:
     betas: tuple = (0.9, 0.99)         # AdamW moment decay rates
     weight_decay: float = 0.1          # AdamW decoupled decay (not on norms, biases, embeddings)
     grad_clip: float = 1.0             # max global gradient norm; 0 = no clipping
-    label_smoothing: float = 0.0       # ε of the cross-entropy
+    smoothing: float = 0.0             # label smoothing ε of the cross-entropy
     eval_interval: int = 500           # evaluate every this many steps (and at the end)
     eval_batches: int = 20             # batches per intermediate evaluation
     final_eval_batches: int = 200      # batches of the final evaluation
@@ -63,7 +90,7 @@ class TrainConfig:
         for name in ("warmup_steps", "checkpoint_interval"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
                 raise ValueError(f"{name}: expected an integer >= 0, got {getattr(self, name)!r}")
-        if not self.lr > 0 or not 0 <= self.min_lr <= self.lr:
+        if not math.isfinite(self.lr) or not self.lr > 0 or not 0 <= self.min_lr <= self.lr:
             raise ValueError(f"lr, min_lr: expected 0 <= min_lr <= lr and lr > 0, got {self.lr}, {self.min_lr}")
 
 
@@ -89,20 +116,96 @@ def make_optimizer(model, cfg: TrainConfig) -> AdamW:
     return AdamW(model.parameters(), cfg.lr, betas=tuple(cfg.betas), weight_decay=cfg.weight_decay)
 
 
-def train_step(model, task, batch, optimizer, lr: float, cfg: TrainConfig, device="cpu") -> float:
-    """Forward, backward, clip, update; returns the loss (a Python float)."""
+def train_step(model, task, batch, optimizer, lr: float, cfg: TrainConfig, device="cpu", *,
+               step=None, guard=None) -> float:
+    """Forward, backward, clip, update; returns the loss (a Python float).
+
+    Non-finite values stop training with ``TrainingDiverged``, checked where it is cheap:
+      - the loss, before the backward;
+      - the global gradient norm, before the update: ``clip_grad_norm`` computes it
+        anyway (with no clipping, an infinite ``max_norm`` only measures it), and an
+        inf/NaN anywhere in any gradient makes it inf/NaN. A gradient that overflowed
+        while the loss stayed finite is caught here, with the weights untouched;
+      - the weights, after the update: one sum per parameter (a single pass, no
+        temporary array; NaN and inf propagate into a sum). Finite gradients and a
+        finite lr give a finite AdamW update, so this only fires for an absurd lr
+        (or a bug); the update has been applied by then, and the message says so.
+        Undoing it would need a copy of every weight at every step, which costs
+        more than the case is worth; the caller never saves those weights.
+    ``step``: the step number, for the messages. ``guard``: a ``_SigintGuard`` that
+    holds a Ctrl-C back while the update runs, so the weights are never half updated.
+    """
+    at = f"at step {step}" if step is not None else "at this step"
     logits, targets = task.forward(model, batch, device)
-    loss, cache = fast(cross_entropy_forward)(logits, targets, smoothing=cfg.label_smoothing)
+    loss, cache = fast(cross_entropy_forward)(logits, targets, smoothing=cfg.smoothing)
     loss = float(loss)
     if not math.isfinite(loss):
-        raise TrainingDiverged(f"the loss is {loss} at this step: training stopped before the update "
-                               "(lower the learning rate, or check the data); no weight was changed")
+        raise TrainingDiverged(f"the loss is {loss} {at}: training stopped before the update "
+                               "(lower the learning rate, or check the data); no weight was changed, "
+                               "the weights are those of the step before")
     model.backward(fast(cross_entropy_backward)(1.0, cache))
-    if cfg.grad_clip:
-        clip_grad_norm(optimizer.params, cfg.grad_clip)
-    optimizer.step(lr)
+    norm = clip_grad_norm(optimizer.params, cfg.grad_clip or math.inf)
+    if not math.isfinite(norm):
+        bad = [name for name, _, g in optimizer.params if not math.isfinite(float(g.sum()))]
+        model.zero_grad()
+        what = (f"non-finite gradient of {', '.join(bad[:3])}{' ...' if len(bad) > 3 else ''}" if bad
+                else "finite gradients too large to square")
+        raise TrainingDiverged(f"the gradient norm is {norm} {at} ({what}) "
+                               f"while the loss is {loss:.4g}: training stopped before the update "
+                               "(lower the learning rate, or check the data); no weight was changed, "
+                               "the weights are those of the step before")
+    if guard is not None:
+        guard.active = True
+    try:
+        optimizer.step(lr)
+    finally:
+        if guard is not None:
+            guard.active = False
     model.zero_grad()
+    # One scalar for all parameters (sums added on the device): one host sync per step, not one per array.
+    if not math.isfinite(float(sum(p.sum() for _, p, _ in optimizer.params))):
+        bad = [name for name, p, _ in optimizer.params if not math.isfinite(float(p.sum()))] or ["their sum"]
+        raise TrainingDiverged(f"the update {at} (lr {lr:.3g}) made the weights non-finite "
+                               f"({', '.join(bad[:3])}{' ...' if len(bad) > 3 else ''}): the weights in "
+                               "memory are NOT those of the step before and must not be used; "
+                               "nothing was saved, the last checkpoint is intact (lower the learning rate)")
     return loss
+
+
+class _SigintGuard:
+    """Holds Ctrl-C (SIGINT) back while ``active`` (the optimizer update) and raises it right after.
+
+    Outside the update a Ctrl-C raises KeyboardInterrupt at once, as usual. Installed
+    by ``train`` in the main thread only (``signal`` allows no other).
+    """
+
+    def __init__(self):
+        self.active = self.pending = False
+        self.previous = None
+
+    def __enter__(self):
+        import signal
+        import threading
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def __exit__(self, *exc):
+        import signal
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+        return False
+
+    def _handler(self, signum, frame):
+        if self.active:
+            self.pending = True
+        else:
+            raise KeyboardInterrupt
+
+    def check(self):
+        if self.pending:
+            self.pending = False
+            raise KeyboardInterrupt
 
 
 def evaluate(model, task, split: str, n_batches: int, seed: int, device="cpu") -> float:
@@ -120,11 +223,16 @@ def evaluate(model, task, split: str, n_batches: int, seed: int, device="cpu") -
 
 
 def train(model, task, cfg: TrainConfig, *, optimizer=None, checkpoint_path=None, resume=False,
-          meta=None, device="cpu", log=print, stop_after=None) -> TrainResult:
+          meta=None, device="cpu", log=print, stop_after=None, allow_config_change=False) -> TrainResult:
     """Train ``model`` on ``task`` for ``cfg.steps`` steps; see the module docstring.
 
     ``stop_after``: stop (after saving the checkpoint) once this many steps are
     done, as an interruption would; used to test that resuming is exact.
+    ``resume``: a model that differs from the checkpoint's always raises
+    ``ResumeMismatch``; so does a TrainConfig that differs (lr, steps, seed, ...;
+    not the logging and evaluation fields), unless ``allow_config_change``.
+    Ctrl-C (KeyboardInterrupt) saves the last completed step to ``checkpoint_path``
+    (atomically, never non-finite weights) and raises ``TrainingInterrupted``.
     """
     optimizer = optimizer or make_optimizer(model, cfg)
     if cfg.tune_malloc:
@@ -134,33 +242,44 @@ def train(model, task, cfg: TrainConfig, *, optimizer=None, checkpoint_path=None
     batch_rng = np.random.default_rng(cfg.seed)
     result, start = TrainResult(), 0
     if resume:
-        start, result = _restore(checkpoint_path, model, optimizer, batch_rng)
+        start, result = _restore(checkpoint_path, model, optimizer, batch_rng, cfg, meta, allow_config_change)
         log(f"resumed from {checkpoint_path} at step {start}")
     model.train()
     tokens_per_step = task.tokens(task.batch("train", np.random.default_rng(0)))
+    generators = [batch_rng] + dropout_generators(model)
+    done, states = start, None       # steps completed; the generators' states when step done+1 began
     t0 = time.perf_counter()
-    for step in range(start + 1, cfg.steps + 1):
-        loss = train_step(model, task, task.batch("train", batch_rng), optimizer, schedule(step), cfg, device)
-        result.history.append((step, loss))
-        if step % cfg.log_interval == 0 or step == cfg.steps:
-            elapsed = time.perf_counter() - t0
-            done = step - start
-            log(_progress(step, cfg.steps, loss, schedule(step), done * tokens_per_step / elapsed,
-                          elapsed / done * (cfg.steps - step)))
-        if step % cfg.eval_interval == 0 and step != cfg.steps:
-            t_eval = time.perf_counter()
-            tr, va = (evaluate(model, task, s, cfg.eval_batches, cfg.seed + 7, device) for s in ("train", "val"))
-            result.evals.append((step, tr, va))
-            log(f"step {step}: eval train {tr:.4f} | val {va:.4f}")
-            t0 += time.perf_counter() - t_eval            # evaluation is not training time
-        interrupted = stop_after is not None and step == stop_after
-        if checkpoint_path and ((cfg.checkpoint_interval and step % cfg.checkpoint_interval == 0)
-                                or step == cfg.steps or interrupted):
-            t_save = time.perf_counter()
-            _save(checkpoint_path, model, optimizer, batch_rng, step, result, cfg, meta)
-            t0 += time.perf_counter() - t_save
-        if interrupted:
-            return result
+    with _SigintGuard() as guard:
+        try:
+            for step in range(start + 1, cfg.steps + 1):
+                states = [generator_state(g) for g in generators]     # a few small dicts: cheap
+                loss = train_step(model, task, task.batch("train", batch_rng), optimizer, schedule(step), cfg,
+                                  device, step=step, guard=guard)
+                result.history.append((step, loss))
+                done, states = step, None
+                guard.check()                     # a Ctrl-C held back during the update
+                if step % cfg.log_interval == 0 or step == cfg.steps:
+                    elapsed = time.perf_counter() - t0
+                    n_done = step - start
+                    log(_progress(step, cfg.steps, loss, schedule(step), n_done * tokens_per_step / elapsed,
+                                  elapsed / n_done * (cfg.steps - step)))
+                if step % cfg.eval_interval == 0 and step != cfg.steps:
+                    t_eval = time.perf_counter()
+                    tr, va = (evaluate(model, task, s, cfg.eval_batches, cfg.seed + 7, device) for s in ("train", "val"))
+                    result.evals.append((step, tr, va))
+                    log(f"step {step}: eval train {tr:.4f} | val {va:.4f}")
+                    t0 += time.perf_counter() - t_eval            # evaluation is not training time
+                interrupted = stop_after is not None and step == stop_after
+                if checkpoint_path and ((cfg.checkpoint_interval and step % cfg.checkpoint_interval == 0)
+                                        or step == cfg.steps or interrupted):
+                    t_save = time.perf_counter()
+                    _save(checkpoint_path, model, optimizer, batch_rng, step, result, cfg, meta)
+                    t0 += time.perf_counter() - t_save
+                if interrupted:
+                    return result
+        except KeyboardInterrupt:
+            _interrupted(model, optimizer, batch_rng, generators, states, done, result, cfg, meta,
+                         checkpoint_path, log)
     result.seconds = time.perf_counter() - t0
     result.final_train_loss = evaluate(model, task, "train", cfg.final_eval_batches, cfg.seed + 11, device)
     result.final_val_loss = evaluate(model, task, "val", cfg.final_eval_batches, cfg.seed + 13, device)
@@ -173,20 +292,76 @@ def _progress(step, steps, loss, lr, tokens_per_s, eta_s) -> str:
             f"{tokens_per_s:,.0f} tok/s | ETA {int(eta_s) // 60}m{int(eta_s) % 60:02d}s")
 
 
-def _save(path, model, optimizer, batch_rng, step, result, cfg, meta) -> None:
+def _save(path, model, optimizer, batch_rng, step, result, cfg, meta, generator_states=None) -> None:
+    """``generator_states``: [batch, *dropout] states to store instead of the current ones."""
+    rngs = generator_states or [generator_state(g) for g in [batch_rng] + dropout_generators(model)]
     doc = {**(meta or {}), "step": step, "train_config": asdict(cfg),
-           "batch_rng": generator_state(batch_rng),
-           "dropout_rngs": [generator_state(g) for g in dropout_generators(model)],
+           "batch_rng": rngs[0], "dropout_rngs": rngs[1:],
            "history": result.history, "evals": result.evals}
     save_checkpoint(path, model, optimizer_state=optimizer.state_dict(), meta=doc)
 
 
-def _restore(path, model, optimizer, batch_rng):
-    params, optim_state, meta = load_checkpoint(path)
+def _interrupted(model, optimizer, batch_rng, generators, states, done, result, cfg, meta, path, log):
+    """Ctrl-C: save the last completed step (if any weights are worth saving), raise TrainingInterrupted.
+
+    An interrupt inside a step's forward or backward leaves the weights of step
+    ``done`` (the update is never cut in half: ``_SigintGuard``); only the random
+    generators moved on, and ``states`` holds them as they were when that step
+    began, so a resume replays it bit for bit.
+    """
+    model.zero_grad()
+    model.release_caches()
+    if not path:
+        raise TrainingInterrupted(f"interrupted after step {done}; no checkpoint path, nothing saved",
+                                  done, path, False) from None
+    try:
+        _save(path, model, optimizer, batch_rng, done, result, cfg, meta, generator_states=states)
+    except (ValueError, OSError) as e:
+        raise TrainingInterrupted(f"interrupted after step {done}; the checkpoint could not be saved ({e})",
+                                  done, path, False) from None
+    log(f"interrupted: step {done} saved to {path}")
+    raise TrainingInterrupted(f"interrupted after step {done}; saved to {path}", done, path, True) from None
+
+
+def _differences(saved: dict, now: dict, skip=()) -> list[str]:
+    """'field: saved vs now' for each field whose value differs (JSON-normalised: tuples are lists)."""
+    import json
+    norm = lambda v: json.loads(json.dumps(v))
+    return [f"{k}: {norm(saved.get(k))!r} (checkpoint) vs {norm(now.get(k))!r} (now)"
+            for k in sorted(set(saved) | set(now)) if k not in skip and norm(saved.get(k)) != norm(now.get(k))]
+
+
+def _restore(path, model, optimizer, batch_rng, cfg=None, meta=None, allow_config_change=False):
+    params, optim_state, saved = load_checkpoint(path)
+    # The architecture first: it can never change (the parameters would not fit).
+    arch = []
+    if meta and "family" in meta and "family" in saved and meta["family"] != saved["family"]:
+        arch.append(f"family: {saved['family']!r} (checkpoint) vs {meta['family']!r} (now)")
+    if meta and isinstance(meta.get("config"), dict) and isinstance(saved.get("config"), dict):
+        arch += _differences(saved["config"], meta["config"])
+    if meta and "tokenizer" in meta and "tokenizer" in saved and _differences(saved["tokenizer"], meta["tokenizer"]):
+        arch.append("tokenizer: another vocabulary (other --data or --tokenizer): the token ids would mean "
+                    "other text")
+    now_shapes = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    saved_shapes = {k: tuple(v.shape) for k, v in params.items()}
+    if not arch and now_shapes != saved_shapes:
+        diff = sorted(k for k in set(now_shapes) | set(saved_shapes) if now_shapes.get(k) != saved_shapes.get(k))
+        arch += [f"{k}: {saved_shapes.get(k)} (checkpoint) vs {now_shapes.get(k)} (now)" for k in diff[:3]]
+        arch += ["..."] if len(diff) > 3 else []
+    if arch:
+        raise ResumeMismatch(f"resume: the model differs from the checkpoint's in {path}: {'; '.join(arch)}; "
+                             "the architecture cannot change on resume (start a new run elsewhere)")
+    if cfg is not None and isinstance(saved.get("train_config"), dict):
+        diff = _differences(saved["train_config"], asdict(cfg), skip=RESUME_FREE_FIELDS)
+        if diff and not allow_config_change:
+            why = " (changing steps changes the learning-rate schedule)" if any(d.startswith("steps:") for d in diff) else ""
+            raise ResumeMismatch(f"resume: the training config differs from the checkpoint's in {path}: "
+                                 f"{'; '.join(diff)}{why}; allow the change explicitly "
+                                 "(--allow-config-change, allow_config_change=True) to continue anyway")
     model.load_state_dict(params)
     optimizer.load_state_dict(optim_state)
-    set_generator_state(batch_rng, meta["batch_rng"])
-    for g, state in zip(dropout_generators(model), meta["dropout_rngs"]):
+    set_generator_state(batch_rng, saved["batch_rng"])
+    for g, state in zip(dropout_generators(model), saved["dropout_rngs"]):
         set_generator_state(g, state)
-    result = TrainResult(history=[tuple(h) for h in meta["history"]], evals=[tuple(e) for e in meta["evals"]])
-    return int(meta["step"]), result
+    result = TrainResult(history=[tuple(h) for h in saved["history"]], evals=[tuple(e) for e in saved["evals"]])
+    return int(saved["step"]), result

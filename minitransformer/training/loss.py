@@ -1,6 +1,6 @@
 """The training loss: cross-entropy from logits (the math is functional.cross_entropy).
 
-    loss_fn = CrossEntropyLoss(ignore_index=-100, label_smoothing=0.0)
+    loss_fn = CrossEntropyLoss(ignore_index=-100, smoothing=0.0)
     loss = loss_fn.forward(logits, targets)      # a Python float
     dlogits = loss_fn.backward()                 # dloss = 1.0 by default
 
@@ -19,14 +19,14 @@ from ..validate import check_int, check_number
 class CrossEntropyLoss(Module):
     """A thin owner of the cross-entropy cache; no parameters."""
 
-    def __init__(self, ignore_index: int = -100, label_smoothing: float = 0.0):
+    def __init__(self, ignore_index: int = -100, smoothing: float = 0.0):
         super().__init__()
         self.ignore_index = check_int("ignore_index", ignore_index)
-        self.label_smoothing = check_number("label_smoothing", label_smoothing, low=0.0, high=1.0)
+        self.smoothing = check_number("smoothing", smoothing, low=0.0, high=1.0)
 
     def forward(self, logits, targets) -> float:
         """logits (..., V), targets (...) integers -> the mean loss as a Python float."""
-        loss, cache = fast(cross_entropy_forward)(logits, targets, self.ignore_index, self.label_smoothing)
+        loss, cache = fast(cross_entropy_forward)(logits, targets, self.ignore_index, self.smoothing)
         self._save(cache)
         return float(loss)
 
