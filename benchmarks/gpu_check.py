@@ -62,7 +62,7 @@ from typing import NamedTuple
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_step import CONFIGS, build, make_task  # noqa: E402
+from train_step import CONFIGS, build, machine, make_task  # noqa: E402
 
 from minitransformer.backend import cupy_available, device_of, to_numpy, xp_for_device  # noqa: E402
 from minitransformer.training.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
@@ -310,7 +310,7 @@ def run_part(name: str, thunk, label: str) -> bool:
     except Exception as e:  # noqa: BLE001  (one part's failure must not hide the others' results)
         traceback.print_exc()
         line = {"part": name, "ok": False, "error": f"{type(e).__name__}: {e}"}
-    print(json.dumps({"part": line.pop("part"), "device": label, **line}), flush=True)
+    print(json.dumps({"part": line.pop("part"), "device": label, **line, "machine": machine()}), flush=True)
     return bool(line["ok"])
 
 
