@@ -283,7 +283,8 @@ def torch_cuda_lines(configs, steps: int, warmup: int):
 def timing_part(device: str, configs=("b", "c"), steps: int = 10, warmup: int = 3) -> dict:
     """time_config for each config; on NumPy (the dry run) no memory and no PyTorch line."""
     line = {"part": "timing", "dtype": "float32", "ok": True,
-            "configs": [time_config(name, device, steps, warmup) for name in configs]}
+            "configs": [time_config(name, device, steps, warmup) for name in configs],
+            "machine": machine()}             # the host CPU and its OpenBLAS core
     if device == "cuda":
         line["gpu"] = gpu_name()
         line["torch_cuda"] = torch_cuda_lines(configs, steps, warmup)
@@ -310,7 +311,7 @@ def run_part(name: str, thunk, label: str) -> bool:
     except Exception as e:  # noqa: BLE001  (one part's failure must not hide the others' results)
         traceback.print_exc()
         line = {"part": name, "ok": False, "error": f"{type(e).__name__}: {e}"}
-    print(json.dumps({"part": line.pop("part"), "device": label, **line, "machine": machine()}), flush=True)
+    print(json.dumps({"part": line.pop("part"), "device": label, **line}), flush=True)
     return bool(line["ok"])
 
 
