@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 import time
 
 from minitransformer.training.data import default_corpus
 from minitransformer.tokenizers.bpe import ByteBPETokenizer
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from train_step import machine  # noqa: E402  (the CPU, AVX-512, OpenBLAS core: one helper for every benchmark)
 
 
 def train_seconds(text: str, vocab_size: int, repeats: int) -> float:
@@ -34,7 +39,8 @@ def main() -> None:
     text = default_corpus()
     for vocab_size in args.vocab_sizes:
         seconds = train_seconds(text, vocab_size, args.repeats)
-        print(json.dumps({"vocab_size": vocab_size, "seconds": round(seconds, 3), "chars": len(text)}))
+        print(json.dumps({"vocab_size": vocab_size, "seconds": round(seconds, 3), "chars": len(text),
+                          "machine": machine()}))
 
 
 if __name__ == "__main__":

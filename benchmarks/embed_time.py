@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import time
@@ -26,6 +27,9 @@ from minitransformer.training.data import default_corpus
 from minitransformer.pretrained import minilm_path
 from minitransformer.pretrained.bert import from_pretrained
 from minitransformer.pretrained.sentence import embed, plan_batches
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from train_step import machine  # noqa: E402  (the CPU, AVX-512, OpenBLAS core: one helper for every benchmark)
 
 
 def corpus_sentences(n: int, min_words: int = 6, max_words: int = 40) -> list[str]:
@@ -72,7 +76,8 @@ def main() -> int:
     print(json.dumps({"sentences": len(sentences), "batch_size": args.batch_size, "batches": batches,
                       "tokens": tokens, "padded_tokens": padded, "seconds": round(best, 3),
                       "sentences_per_s": round(len(sentences) / best, 1),
-                      "tokens_per_s": round(tokens / best), "load_seconds": round(load_seconds, 2)}))
+                      "tokens_per_s": round(tokens / best), "load_seconds": round(load_seconds, 2),
+                      "machine": machine()}))
     return 0
 
 

@@ -18,13 +18,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
+import os
+import sys
 import time
 
 import numpy as np
 
 from minitransformer.generation.generate import generate
 from minitransformer.models import GPT, GPTConfig
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from train_step import machine  # noqa: E402  (the CPU, AVX-512, OpenBLAS core: one helper for every benchmark)
 
 PROMPT_TOKENS = 64
 BLOCK_SIZE = 320        # PROMPT_TOKENS + 256 new tokens
@@ -57,7 +61,7 @@ def main(argv=None) -> None:
                           "seconds": round(seconds, 4), "new_tokens": n, "prompt_tokens": PROMPT_TOKENS,
                           "batch": 1, "dtype": "float32", "block_size": config.block_size,
                           "n_layer": config.n_layer, "d_model": config.d_model, "strategy": "greedy",
-                          "machine": platform.machine(), "numpy": np.__version__}))
+                          "machine": machine()}))
     if not np.array_equal(tokens["kv_cache"], tokens["no_cache"]):
         raise SystemExit("error: the cached and the uncached runs chose different tokens")
 

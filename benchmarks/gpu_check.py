@@ -62,7 +62,7 @@ from typing import NamedTuple
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_step import CONFIGS, build, make_task  # noqa: E402
+from train_step import CONFIGS, build, machine, make_task  # noqa: E402
 
 from minitransformer.backend import cupy_available, device_of, to_numpy, xp_for_device  # noqa: E402
 from minitransformer.training.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
@@ -283,7 +283,8 @@ def torch_cuda_lines(configs, steps: int, warmup: int):
 def timing_part(device: str, configs=("b", "c"), steps: int = 10, warmup: int = 3) -> dict:
     """time_config for each config; on NumPy (the dry run) no memory and no PyTorch line."""
     line = {"part": "timing", "dtype": "float32", "ok": True,
-            "configs": [time_config(name, device, steps, warmup) for name in configs]}
+            "configs": [time_config(name, device, steps, warmup) for name in configs],
+            "machine": machine()}             # the host CPU and its OpenBLAS core
     if device == "cuda":
         line["gpu"] = gpu_name()
         line["torch_cuda"] = torch_cuda_lines(configs, steps, warmup)

@@ -40,7 +40,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_step import CONFIGS, VOCAB, _status_kb, build, checked_environment, make_task  # noqa: E402
+from train_step import CONFIGS, VOCAB, _status_kb, build, checked_environment, machine, make_task  # noqa: E402
 
 
 def torch_model(name: str, seed: int = 0, device: str = "cpu", vocab: int = VOCAB):
@@ -162,7 +162,13 @@ def compare(name: str, steps: int, warmup: int, rounds: int, env, malloc: bool =
             "ratio_min": round(low["numpy"] / low["torch"], 3),
             "numpy_peak_rss_mb": rss["numpy"], "torch_peak_rss_mb": rss["torch"],
             "memory_ratio": round(rss["numpy"] / rss["torch"], 3),
-            "threads": int(env["OPENBLAS_NUM_THREADS"]), "tune_malloc": malloc}
+            "threads": int(env["OPENBLAS_NUM_THREADS"]), "tune_malloc": malloc,
+            "machine": machine(), "torch": _torch_version()}
+
+
+def _torch_version() -> str:
+    import torch
+    return torch.__version__
 
 
 def _subprocess(args, env):

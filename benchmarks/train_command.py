@@ -23,6 +23,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from train_step import machine  # noqa: E402
 
 
 def _default_run(steps: int):
@@ -92,7 +93,7 @@ def main(argv=None) -> int:
     print(json.dumps({"steps": args.steps, "numpy_s": rows["numpy"]["seconds"], "torch_s": rows["torch"]["seconds"],
                       "ratio": round(rows["numpy"]["seconds"] / rows["torch"]["seconds"], 3),
                       "numpy_final_loss": rows["numpy"]["final_loss"], "torch_final_loss": rows["torch"]["final_loss"],
-                      "threads": int(env["OPENBLAS_NUM_THREADS"])}))
+                      "threads": int(env["OPENBLAS_NUM_THREADS"]), "machine": machine()}))
     return 0
 
 

@@ -91,6 +91,54 @@ def checked_environment(parser, args) -> dict:
     return env
 
 
+def machine() -> dict:
+    """What a speed figure depends on, for every benchmark's JSON: the CPU (model name,
+    family/model from /proc/cpuinfo), whether it has AVX-512 (``avx512f`` among its flags;
+    ``OPENBLAS_CORETYPE=SkylakeX`` crashes with SIGILL on a CPU without it), the kernels
+    NumPy's OpenBLAS runs (asked of the library itself, ``openblas_get_corename``), and
+    ``OPENBLAS_CORETYPE`` / ``OPENBLAS_NUM_THREADS`` as set in the environment."""
+    import numpy as np
+
+    cpu = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key in ("model name", "cpu family", "model", "flags") and key not in cpu:
+                    cpu[key] = value.strip()
+                if not line.strip() and cpu:
+                    break                      # the first processor is enough
+    except OSError:
+        pass
+    flags = cpu.get("flags", "").split()
+    return {"cpu": cpu.get("model name", "unknown"), "cpu_family": cpu.get("cpu family"),
+            "cpu_model": cpu.get("model"), "avx2": "avx2" in flags, "avx512f": "avx512f" in flags,
+            "numpy": np.__version__, "openblas_core": _openblas_core(),
+            "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE"),
+            "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS")}
+
+
+def _openblas_core():
+    """The core OpenBLAS chose (or was told), from the library NumPy loaded; None if not found."""
+    import ctypes
+
+    import numpy  # noqa: F401  (loads the library)
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split()[-1] for line in f if "openblas" in line.lower() and "/" in line}
+    except OSError:
+        return None
+    for path in sorted(paths):
+        lib = ctypes.CDLL(path)
+        for name in ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename", "openblas_get_corename"):
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn.restype = ctypes.c_char_p
+                return fn().decode()
+    return None
+
+
 def _status_kb(field: str) -> int:
     with open("/proc/self/status") as f:
         for line in f:
@@ -135,9 +183,7 @@ def measure(name: str, steps: int, warmup: int) -> dict:
             "tracemalloc_peak_mb": round(traced_peak / 2**20, 1),
             "peak_rss_delta_mb": round((hwm - rss0) / 1024, 1),
             "params_mb": round(4 * params_bytes / 2**20, 1),   # p, grad, m, v
-            "threads": os.environ.get("OPENBLAS_NUM_THREADS"),
-            "coretype": os.environ.get("OPENBLAS_CORETYPE", "(auto)"),
-            "top_gemms": top}
+            "top_gemms": top, "machine": machine()}
 
 
 def _matmul_time(model, task, cfg, batches):

@@ -320,3 +320,37 @@ def test_a_real_sigint_during_the_update_is_held_back_until_the_step_is_done(tmp
     resumed = train(GPT(CFG, rng=99), _task(), _cfg(), checkpoint_path=ckpt, resume=True, log=lambda s: None)
     assert [l for _, l in resumed.history] == [l for _, l in whole.history]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler        # train put it back
+
+
+def test_the_final_evaluation_is_scaled_to_the_run():
+    from minitransformer.training.loop import final_eval_batch_count
+    default = TrainConfig()
+    assert final_eval_batch_count(default) == 80                        # 2000 steps: 2000 // 25
+    assert final_eval_batch_count(TrainConfig(steps=1)) == default.eval_batches        # a short run: few
+    assert final_eval_batch_count(TrainConfig(steps=500, eval_batches=5)) == 20
+    assert final_eval_batch_count(TrainConfig(steps=10**6)) == 200                     # capped
+    assert final_eval_batch_count(TrainConfig(steps=1, final_eval_batches=7)) == 7     # named: as given
+    with pytest.raises(ValueError, match="final_eval_batches"):
+        TrainConfig(final_eval_batches=0)
+
+
+def test_the_final_evaluation_logs_its_progress_and_count():
+    lines = []
+    result = train(GPT(CFG, rng=1), _task(), _cfg(steps=3, final_eval_batches=None), log=lines.append)
+    assert result.final_eval_batches == 2                                # eval_batches of _cfg: 3 // 25 < 2
+    assert any(line.startswith("final evaluation: 2 batches") for line in lines)
+    assert any(line.startswith("final evaluation, val: loss") for line in lines)
+    assert result.evals[-1] == (3, result.final_train_loss, result.final_val_loss)
+    assert result.eval_seconds > 0
+
+
+def test_train_command_with_one_step_completes(tmp_path, capsys):
+    import json
+
+    from minitransformer.cli import main
+    assert main(["train", "--steps", "1", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "final evaluation: 20 batches of train, 20 of val" in out
+    with open(tmp_path / "result.json") as f:
+        result = json.load(f)
+    assert result["final_eval_batches"] == 20 and np.isfinite(result["val_loss"])

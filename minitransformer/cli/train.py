@@ -180,10 +180,12 @@ def run_train(args) -> int:
               file=sys.stderr)
         return 130
     print(f"trained in {result.seconds:.1f} s | final loss: train {result.final_train_loss:.4f} | "
-          f"val {result.final_val_loss:.4f} ({cfg.final_eval_batches} batches each)")
+          f"val {result.final_val_loss:.4f} ({result.final_eval_batches} batches each, "
+          f"evaluated in {result.eval_seconds:.1f} s)")
     # The numbers first: a failing plot or sample must not lose them.
     with open(os.path.join(out, "result.json"), "w") as f:
-        json.dump({"seconds": result.seconds, "train_loss": result.final_train_loss,
+        json.dump({"seconds": result.seconds, "eval_seconds": result.eval_seconds,
+                   "final_eval_batches": result.final_eval_batches, "train_loss": result.final_train_loss,
                    "val_loss": result.final_val_loss, "evals": result.evals}, f)
     _plot_losses(result, os.path.join(out, "loss.png"))
     _report(model, task, meta, args, prompt)
