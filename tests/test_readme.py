@@ -30,10 +30,17 @@ def blocks(language: str) -> list[str]:
     return [body for lang, body in FENCE.findall(README) if lang == language]
 
 
+def scripts() -> list[str]:
+    """The bash blocks that are shell programs (a loop), run whole."""
+    return [body for body in blocks("bash") if re.search(r"^\s*for .*; do$", body, re.M)]
+
+
 def commands() -> list[str]:
-    """Each command of the README's bash blocks, continuation lines joined, comments dropped."""
+    """Each command of the README's other bash blocks, continuation lines joined, comments dropped."""
     found = []
     for body in blocks("bash"):
+        if body in scripts():
+            continue
         for line in body.replace("\\\n", " ").splitlines():
             line = re.sub(r"\s+#.*$", "", line).strip()
             for part in (p.strip() for p in line.split("&&")):
@@ -86,6 +93,20 @@ def test_command_example_runs(command, workdir):
     done = _run([sys.executable] + argv[1:], workdir)
     assert done.returncode == 0, f"README command failed: {command}\n{done.stderr[-2000:]}"
     assert done.stdout.strip(), f"README command printed nothing: {command}"
+
+
+@pytest.mark.parametrize("index", range(len(scripts())))
+def test_shell_script_runs(index, workdir):
+    """The class-grading loop grades a folder of submissions: here one, an exported solution copy."""
+    source = scripts()[index]
+    submission = workdir / "submissions" / "alice"
+    exported = _run([sys.executable, "-m", "minitransformer", "homework", "export", "linear", "relu",
+                     "--out", str(submission), "--with-solutions"], workdir)
+    assert exported.returncode == 0, exported.stderr
+    done = subprocess.run(["bash", "-c", source.replace("python ", f"{sys.executable} ")], cwd=workdir,
+                          env=_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "score" in (submission / "results.json").read_text()
 
 
 def _needs_minilm():
