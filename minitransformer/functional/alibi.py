@@ -20,9 +20,16 @@ from ..validate import check_int
 from .masks import query_key_positions
 
 
+MAX_HEADS = 2 ** 16   # far above any real model; guards against absurd head counts
+
+
 def alibi_slopes(H: int) -> list[float]:
-    """Inputs: H heads. Returns: the H slopes, a list of Python floats."""
-    H = check_int("H", H, low=1)
+    """Inputs: H heads, 1 <= H <= MAX_HEADS. Returns: the H slopes, a list of Python floats.
+
+    H above MAX_HEADS (2**16) is a ValueError: no model has that many heads, and a list
+    of 10**12 slopes would exhaust memory (a MemoryError) before anything could use it.
+    """
+    H = check_int("H", H, low=1, high=MAX_HEADS)
     n = 1 << (H.bit_length() - 1)                          # largest power of two <= H
     slopes = _power_of_two_slopes(n)
     if n < H:

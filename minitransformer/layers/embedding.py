@@ -23,10 +23,10 @@ class Embedding(Module):
     def forward(self, ids):
         """ids (...) integers in [0, V) -> out (..., C)."""
         out, cache = embedding_forward(ids, self.W)
-        self._save(cache)
+        self._save(cache, out)
         return out
 
     def backward(self, dout):
         """dout (..., C) -> None (ids have no gradient); accumulates grads["W"]."""
-        self._accumulate("W", embedding_backward(dout, self._pop_cache()))
+        self._accumulate("W", embedding_backward(dout, self._pop_cache(dout)))
         return None

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..backend import default_rng
 from .activation import GATED_ACTIVATIONS, make_activation
-from .linear import Linear
+from .linear import Linear, check_input
 from .module import Module
 
 
@@ -27,11 +27,15 @@ class FeedForward(Module):
                                         init_std=init_std if out_std is None else out_std, dtype=dtype))
 
     def forward(self, x):
+        check_input("x", x, self.fc_in.W)    # before the activation sees it
         h = self.fc_in.forward(x)            # (B, T, F) or (B, T, 2F)
         a = self.act.forward(h)              # (B, T, F)
-        return self.fc_out.forward(a)        # (B, T, C)
+        y = self.fc_out.forward(a)           # (B, T, C)
+        self._save(True, y)                  # nothing to keep but the output's shape and dtype
+        return y
 
     def backward(self, dy):
+        self._pop_cache(dy)                  # checks dy against the output
         da = self.fc_out.backward(dy)        # (B, T, F)
         dh = self.act.backward(da)           # (B, T, F) or (B, T, 2F)
         return self.fc_in.backward(dh)       # (B, T, C)

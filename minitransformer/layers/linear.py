@@ -6,6 +6,7 @@ import numpy as np
 from .. import init
 from ..backend import default_rng
 from ..functional.linear import linear_backward, linear_forward
+from ..validate import check_dtype_like, check_float
 from .module import Module
 
 
@@ -22,13 +23,23 @@ class Linear(Module):
             self.add_param("b", init.zeros(d_out, dtype))
 
     def forward(self, x):
+        """x (..., d_in) floating, the dtype of W -> y (..., d_out). TypeError naming ``x`` otherwise
+        (an int, bool, complex or object x would promote the result silently)."""
+        check_input("x", x, self.W)
         y, cache = linear_forward(x, self.W, self.params.get("b"))
-        self._save(cache)
+        self._save(cache, y)
         return y
 
     def backward(self, dy):
-        dx, dW, db = linear_backward(dy, self._pop_cache())
+        """dy: the shape and dtype of forward's output (ValueError/TypeError naming ``dout``)."""
+        dx, dW, db = linear_backward(dy, self._pop_cache(dy))
         self._accumulate("W", dW)
         if db is not None:
             self._accumulate("b", db)
         return dx
+
+
+def check_input(name: str, x, W) -> None:
+    """TypeError naming ``name`` unless ``x`` is a floating array of the weights' dtype."""
+    check_float(name, x)
+    check_dtype_like(name, x, W, "the weights")

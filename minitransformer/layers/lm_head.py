@@ -11,6 +11,7 @@ import numpy as np
 from .. import init
 from ..backend import default_rng
 from ..functional.linear import linear_backward, linear_forward
+from .linear import check_input
 from .module import Module
 
 
@@ -23,12 +24,14 @@ class LMHead(Module):
             self.add_param("b", init.zeros(vocab_size, dtype))
 
     def forward(self, h):
+        """h (..., C) floating, the dtype of W (TypeError naming ``x`` otherwise) -> logits (..., V)."""
+        check_input("x", h, self.W)
         logits, cache = linear_forward(h, self.W.T, self.params.get("b"))   # (B, T, V)
-        self._save(cache)
+        self._save(cache, logits)
         return logits
 
     def backward(self, dlogits):
-        dh, dWT, db = linear_backward(dlogits, self._pop_cache())          # dWT (C, V)
+        dh, dWT, db = linear_backward(dlogits, self._pop_cache(dlogits))          # dWT (C, V)
         self._accumulate("W", dWT.T)
         if db is not None:
             self._accumulate("b", db)
