@@ -205,3 +205,18 @@ def check_upstream(name: str, dout, out_shape, out_dtype) -> None:
                          f"got {tuple(shape)}")
     if dtype != out_dtype:
         raise TypeError(f"{name}: expected dtype {out_dtype} (the forward output's), got {dtype}")
+
+
+MAX_ELEMENTS = 2 ** 31   # 8 GiB of float32 in one parameter: far above any model this library trains
+
+
+def check_size(names: str, shape) -> None:
+    """ValueError naming the arguments ``names`` when an array of ``shape`` would hold more than
+    MAX_ELEMENTS entries: a typo (d_model=10**9) would otherwise end in a MemoryError or NumPy's
+    "Maximum allowed dimension exceeded", which name nothing."""
+    n = 1
+    for s in shape:
+        n *= int(s)
+    if n > MAX_ELEMENTS:
+        raise ValueError(f"{names}: expected at most {MAX_ELEMENTS} parameters in one array, "
+                         f"got shape {tuple(int(s) for s in shape)} ({n} entries)")

@@ -240,6 +240,8 @@ def filter_logits(logits, temperature=1.0, top_k=None, top_p=None):
     """
     check_ndim("logits", logits, 2, "(B, V)")
     check_float("logits", logits)
+    if logits.shape[1] == 0:
+        raise ValueError(f"logits: expected at least one token per row, got shape {logits.shape}")
     temperature = check_number("temperature", temperature, low=0.0, low_open=True, finite=True)
     if top_k is not None:
         top_k = check_int("top_k", top_k, low=1)

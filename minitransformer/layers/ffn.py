@@ -11,6 +11,7 @@ import numpy as np
 
 from ..backend import default_rng
 from .activation import GATED_ACTIVATIONS, make_activation
+from ..validate import check_size, check_int, check_number
 from .linear import Linear, check_input
 from .module import Module
 
@@ -19,6 +20,12 @@ class FeedForward(Module):
     def __init__(self, d_model: int, d_ff: int, activation: str = "gelu", *, bias: bool = True,
                  rng=None, init_std: float = 0.02, out_std: float | None = None, dtype=np.float32):
         super().__init__()
+        d_model = check_int("d_model", d_model, low=1)
+        d_ff = check_int("d_ff", d_ff, low=1)
+        check_size("d_model, d_ff", (d_model, 2 * d_ff))
+        init_std = check_number("init_std", init_std, low=0.0, finite=True)
+        if out_std is not None:
+            out_std = check_number("out_std", out_std, low=0.0, finite=True)
         rng = default_rng(rng)
         width = 2 * d_ff if activation in GATED_ACTIVATIONS else d_ff
         self.add_child("fc_in", Linear(d_model, width, bias, rng=rng, init_std=init_std, dtype=dtype))

@@ -6,7 +6,7 @@ import numpy as np
 from .. import init
 from ..backend import default_rng
 from ..functional.linear import linear_backward, linear_forward
-from ..validate import check_dtype_like, check_float
+from ..validate import check_size, check_dtype_like, check_float, check_int, check_number
 from .module import Module
 
 
@@ -16,8 +16,13 @@ class Linear(Module):
     def __init__(self, d_in: int, d_out: int, bias: bool = True, *, rng=None,
                  init_std: float | None = None, dtype=np.float32):
         super().__init__()
+        d_in = check_int("d_in", d_in, low=1)
+        d_out = check_int("d_out", d_out, low=1)
+        check_flag("bias", bias)
+        check_size("d_in, d_out", (d_in, d_out))
         rng = default_rng(rng)
-        init_std = 1.0 / np.sqrt(d_in) if init_std is None else init_std
+        init_std = 1.0 / np.sqrt(d_in) if init_std is None else check_number("init_std", init_std, low=0.0,
+                                                                             finite=True)
         self.add_param("W", init.normal(rng, (d_in, d_out), init_std, dtype))
         if bias:
             self.add_param("b", init.zeros(d_out, dtype))
@@ -43,3 +48,9 @@ def check_input(name: str, x, W) -> None:
     """TypeError naming ``name`` unless ``x`` is a floating array of the weights' dtype."""
     check_float(name, x)
     check_dtype_like(name, x, W, "the weights")
+
+
+def check_flag(name: str, value) -> None:
+    """TypeError naming ``name`` unless ``value`` is True or False."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}: expected True or False, got {type(value).__name__} {value!r}")

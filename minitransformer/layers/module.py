@@ -30,6 +30,9 @@ from ..backend import get_xp, to_device, to_numpy
 from ..validate import check_real_finite, check_upstream
 
 
+_NOT_GIVEN = object()   # _pop_cache() without dout: nothing to check (None is a wrong dout)
+
+
 class Module:
     def __init__(self):
         # object.__setattr__ because __getattr__ below looks into these dicts
@@ -75,7 +78,7 @@ class Module:
         self._cache = cache
         self._out_spec = None if out is None else (tuple(out.shape), out.dtype)
 
-    def _pop_cache(self, dout=None, name: str = "dout"):
+    def _pop_cache(self, dout=_NOT_GIVEN, name: str = "dout"):
         """The cache of the pending forward; consumed, so memory is freed early.
 
         With ``dout`` (and an output saved by ``_save``), the upstream gradient is checked
@@ -85,7 +88,7 @@ class Module:
             raise RuntimeError(f"{type(self).__name__}.backward() called without a pending "
                                "forward(): call forward() first (each forward allows one backward)")
         spec = self.__dict__.get("_out_spec")
-        if dout is not None and spec is not None:
+        if dout is not _NOT_GIVEN and spec is not None:
             check_upstream(name, dout, *spec)
         cache, self._cache = self._cache, None
         return cache

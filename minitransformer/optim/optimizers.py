@@ -111,7 +111,11 @@ class Optimizer:
         if kind != type(self).__name__:
             raise ValueError(f"state['type']: expected {type(self).__name__!r}, got {kind!r}")
         for h in self.hyperparameters:
-            saved = _jsonable(state[h]) if h in state else None
+            try:
+                saved = _jsonable(state[h]) if h in state else None
+            except (TypeError, ValueError):
+                raise ValueError(f"state[{h!r}]: expected {getattr(self, h)!r}, as this optimizer was "
+                                 f"built, got {state[h]!r}") from None
             if saved != _jsonable(getattr(self, h)):
                 raise ValueError(f"state[{h!r}]: expected {getattr(self, h)!r}, as this optimizer was "
                                  f"built, got {saved!r}; build it with the saved hyperparameters")
@@ -186,7 +190,7 @@ class Adam(Optimizer):
     hyperparameters = ("betas", "eps")
 
     def __init__(self, params, lr: float, betas=(0.9, 0.999), eps: float = 1e-8):
-        if len(betas) != 2:
+        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
             raise ValueError(f"betas: expected a pair (beta1, beta2), got {betas!r}")
         self.betas = tuple(check_number(f"betas[{i}]", b, low=0.0, high=1.0, high_open=True)
                            for i, b in enumerate(betas))
