@@ -283,3 +283,15 @@ def test_cuda_without_cupy_is_one_clear_error(monkeypatch):
     monkeypatch.setattr(backend, "_cupy", None)
     with pytest.raises(ValueError, match=r"device: 'cuda'.*pip install -e \"\.\[gpu\]\""):
         backend.to_device(np.ones(2), "cuda")
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_from_pretrained_refuses_a_non_finite_tensor_naming_it(tmp_path, bad):
+    from minitransformer.pretrained.bert import from_pretrained
+    from test_pretrained import fake_tensors, write_checkpoint
+    tensors = fake_tensors()
+    name = next(k for k in sorted(tensors) if k.endswith("weight") and tensors[k].ndim == 2)
+    tensors[name] = tensors[name].copy()
+    tensors[name][0, 0] = bad
+    with pytest.raises(ValueError, match=rf"model.safetensors: {name}: expected finite"):
+        from_pretrained(write_checkpoint(tmp_path / "nan", tensors))
