@@ -306,6 +306,23 @@ def e_safetensors(d):
     refuses(lambda: load_safetensors(path), ["w.safetensors"])
 
 
+def e_checkpoint(d):
+    from minitransformer.training.checkpoint import load_checkpoint, save_checkpoint
+    path = os.path.join(_tmpdir(), "c.npz")
+    if "ckpt" not in _cache:
+        save_checkpoint(path, built("gpt"))
+        with open(path, "rb") as f:
+            _cache["ckpt"] = f.read()
+    good = _cache["ckpt"]
+    if d.draw(st.booleans()):
+        content = d.draw(st.binary(max_size=64))
+    else:
+        content = good[:d.draw(st.integers(0, len(good) - 1))]
+    with open(path, "wb") as f:
+        f.write(content)
+    refuses(lambda: load_checkpoint(path), ["c.npz"])
+
+
 ENTRANCES = {
     "alibi_slopes": e_alibi_slopes,
     "alibi_bias": e_alibi_bias,
@@ -353,6 +370,7 @@ ENTRANCES = {
     "noam_schedule": _schedule(schedules.noam_schedule, ["d_model", "warmup_steps", "factor"]),
     "clip_grad_norm": e_clip,
     "load_safetensors": e_safetensors,
+    "load_checkpoint": e_checkpoint,
 }
 
 
@@ -364,4 +382,4 @@ def test_entrance_refuses_with_a_named_error(name, data):
 
 
 def test_entrance_count():
-    assert len(ENTRANCES) >= 40
+    assert len(ENTRANCES) == 44
