@@ -50,8 +50,9 @@ def xp_for_device(device: str):
     if device == "cpu":
         return np
     if not cupy_available():
-        raise RuntimeError("device='cuda' needs CuPy and a CUDA GPU; "
-                           "install the extra: pip install 'minitransformer[gpu]'")
+        raise ValueError("device: 'cuda' needs CuPy and a CUDA GPU, and CuPy "
+                         + ("sees no CUDA device" if _cupy is not None else "is not installed")
+                         + "; install the extra: pip install -e \".[gpu]\" (or use device='cpu')")
     return _cupy
 
 

@@ -74,11 +74,12 @@ def check_choice(name: str, value, choices) -> None:
 
 
 def check_number(name: str, value, *, low=None, high=None,
-                 low_open: bool = False, high_open: bool = False) -> float:
+                 low_open: bool = False, high_open: bool = False, finite: bool = False) -> float:
     """A real number in the interval given by ``low``/``high`` (closed unless ``*_open``).
 
     Raises TypeError for a non-number (a bool or an array counts as one), ValueError
-    for NaN or a value outside the interval. Returns it as a Python float, which
+    for NaN or a value outside the interval, and with ``finite`` for ±inf too (a
+    learning rate, a std or an eps of inf turns every value into inf or NaN). Returns it as a Python float, which
     never promotes a float32 array it multiplies (a NumPy float64 scalar can).
     """
     import numbers  # local imports keep these appended helpers self-contained
@@ -87,6 +88,8 @@ def check_number(name: str, value, *, low=None, high=None,
     value = float(value)
     too_low = low is not None and (value <= low if low_open else value < low)
     too_high = high is not None and (value >= high if high_open else value > high)
+    if finite and value in (float("inf"), float("-inf")):
+        raise ValueError(f"{name}: expected a finite number, got {value!r}")
     if value != value or too_low or too_high:
         left = "(" if low_open or low is None else "["
         right = ")" if high_open or high is None else "]"
@@ -166,3 +169,54 @@ def check_even(name: str, x, axis: int, what: str) -> None:
     if x.shape[axis] % 2:
         raise ValueError(f"{name}: expected an even size ({what}) on axis {axis}, "
                          f"got shape {tuple(x.shape)}")
+
+
+def check_real_finite(name: str, x) -> None:
+    """Raise TypeError unless ``x`` is a real (bool, integer or floating) array, ValueError
+    when it holds NaN or ±inf: loaded weights that are not finite make every output NaN."""
+    kind = getattr(getattr(x, "dtype", None), "kind", None)
+    if kind not in ("b", "i", "u", "f"):
+        raise TypeError(f"{name}: expected a real numeric array, "
+                        f"got {getattr(x, 'dtype', type(x).__name__)}")
+    if kind == "f":
+        from .backend import get_xp
+        xp = get_xp(x)
+        bad = ~xp.isfinite(x)
+        if bool(bad.any()):
+            raise ValueError(f"{name}: expected finite values, got {int(bad.sum())} NaN or inf "
+                             f"of {int(x.size)}")
+
+
+def check_upstream(name: str, dout, out_shape, out_dtype) -> None:
+    """The upstream gradient of ``backward``: an array of the forward output's shape and dtype.
+
+    Raises TypeError when ``dout`` is not an array or its dtype differs from ``out_dtype``
+    (mixing would promote the gradients silently), ValueError when its shape is not
+    ``out_shape`` (it would broadcast silently). Modules call it through
+    ``Module._pop_cache(dout)``, which records the output at ``_save(cache, out)``.
+    """
+    shape = getattr(dout, "shape", None)
+    dtype = getattr(dout, "dtype", None)
+    if shape is None or dtype is None:
+        raise TypeError(f"{name}: expected an array of shape {tuple(out_shape)} and dtype {out_dtype} "
+                        f"(the forward output's), got {type(dout).__name__}")
+    if tuple(shape) != tuple(out_shape):
+        raise ValueError(f"{name}: expected shape {tuple(out_shape)} (the forward output's), "
+                         f"got {tuple(shape)}")
+    if dtype != out_dtype:
+        raise TypeError(f"{name}: expected dtype {out_dtype} (the forward output's), got {dtype}")
+
+
+MAX_ELEMENTS = 2 ** 31   # 8 GiB of float32 in one parameter: far above any model this library trains
+
+
+def check_size(names: str, shape) -> None:
+    """ValueError naming the arguments ``names`` when an array of ``shape`` would hold more than
+    MAX_ELEMENTS entries: a typo (d_model=10**9) would otherwise end in a MemoryError or NumPy's
+    "Maximum allowed dimension exceeded", which name nothing."""
+    n = 1
+    for s in shape:
+        n *= int(s)
+    if n > MAX_ELEMENTS:
+        raise ValueError(f"{names}: expected at most {MAX_ELEMENTS} parameters in one array, "
+                         f"got shape {tuple(int(s) for s in shape)} ({n} entries)")

@@ -16,13 +16,20 @@ from __future__ import annotations
 
 import numpy
 
-from ..validate import check_int
+from ..validate import check_int, check_size
 from .masks import query_key_positions
 
 
+MAX_HEADS = 2 ** 16   # far above any real model; guards against absurd head counts
+
+
 def alibi_slopes(H: int) -> list[float]:
-    """Inputs: H heads. Returns: the H slopes, a list of Python floats."""
-    H = check_int("H", H, low=1)
+    """Inputs: H heads, 1 <= H <= MAX_HEADS. Returns: the H slopes, a list of Python floats.
+
+    H above MAX_HEADS (2**16) is a ValueError: no model has that many heads, and a list
+    of 10**12 slopes would exhaust memory (a MemoryError) before anything could use it.
+    """
+    H = check_int("H", H, low=1, high=MAX_HEADS)
     n = 1 << (H.bit_length() - 1)                          # largest power of two <= H
     slopes = _power_of_two_slopes(n)
     if n < H:
@@ -39,9 +46,15 @@ def alibi_bias(slopes, T: int, S: int, *, dtype=numpy.float32, xp=numpy):
 
     Returns: bias (H, T, S) in ``dtype``, bias[h, i, j] = -slope_h · ((i + S - T) - j).
     """
-    i, j = query_key_positions(T, S, xp=xp)                # (T, 1), (1, S)
-    slopes = xp.asarray(slopes, dtype=dtype)               # (H,)
+    T = check_int("T", T, low=0)
+    S = check_int("S", S, low=T)                           # the queries are the last T of S positions
+    try:
+        slopes = xp.asarray(slopes, dtype=dtype)           # (H,)
+    except (TypeError, ValueError):
+        raise TypeError(f"slopes: expected a list or array of H numbers, got {type(slopes).__name__}") from None
     if slopes.ndim != 1:
         raise ValueError(f"slopes: expected 1 dimension (H,), got shape {tuple(slopes.shape)}")
+    check_size("slopes, T, S", (slopes.shape[0], T, S))
+    i, j = query_key_positions(T, S, xp=xp)                # (T, 1), (1, S)
     minus_distance = (j - i).astype(dtype)                 # (T, S) -(p_i - j): written so, a 0 stays +0
     return slopes[:, None, None] * minus_distance          # (H, T, S)

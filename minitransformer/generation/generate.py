@@ -53,8 +53,8 @@ import numpy as np
 from ..backend import device_of, to_device, to_numpy
 from ..functional.softmax import log_softmax_forward, softmax_forward
 from ..models import GPT, Seq2Seq
-from ..validate import (check_choice, check_generator, check_int, check_integer_ids, check_ndim,
-                       check_number)
+from ..validate import (check_choice, check_float, check_generator, check_int, check_integer_ids,
+                       check_ndim, check_number)
 
 STRATEGIES = ("greedy", "sample", "beam")
 TRACE_TOP = 5        # candidates recorded per row and step in a trace
@@ -90,7 +90,8 @@ def generate(model, prompt_ids, max_new_tokens, strategy="greedy", temperature=1
     """Continue each prompt with a GPT.
 
     Inputs: model, a GPT; prompt_ids (B, T0) integer ids, T0 >= 1; max_new_tokens >= 0;
-    strategy "greedy" | "sample" | "beam"; temperature >= 0, top_k >= 1, top_p in (0, 1]
+    strategy "greedy" | "sample" | "beam"; temperature >= 0 (finite), top_k >= 1, top_p in (0, 1]
+    (top_p <= 0 is a ValueError, never read as greedy)
     (sampling only; ``rng``, a numpy Generator, is required for "sample"); beam_size W,
     length_penalty α (beam only); eos_id: the end-of-sequence id or None; use_cache;
     trace: None or a list that receives one TraceStep per step.
@@ -198,7 +199,12 @@ class LogitsStep:
             context = new_ids                                     # the cache holds the rest
         memory = () if self.memory is None else (self.memory, self.memory_mask)
         logits = self.decoder.forward(to_device(context, self.device), *memory, cache=self.cache)  # (B, t, V)
-        return to_numpy(logits[:, -1])                            # (B, V)
+        last = to_numpy(logits[:, -1])                            # (B, V)
+        if not np.isfinite(last).all():   # NaN logits would argmax to token 0 forever, silently
+            raise ValueError(f"model: the next-token logits are not finite ({int((~np.isfinite(last)).sum())} "
+                             f"NaN or inf of {last.size}); the weights hold NaN/inf or overflowed: "
+                             f"check model.state_dict() and the training run that produced it")
+        return last
 
     def reorder(self, index) -> None:
         """Keep rows ``index`` (host ints) of every per-row state: caches, history, memory."""
@@ -228,9 +234,19 @@ def filter_logits(logits, temperature=1.0, top_k=None, top_p=None):
     """logits / τ with every token outside the top-k and outside the nucleus set to -inf.
 
     Inputs: logits (B, V); temperature τ > 0; top_k >= 1 or None; top_p in (0, 1] or None.
+    top_p <= 0 is refused (ValueError), not read as greedy: a nucleus of probability 0
+    would hold no token at all; ask for strategy="greedy" (or temperature 0) instead.
     Returns: z (B, V), a new array of logits' dtype, shifted so each row's max is 0.
     """
-    temperature = check_number("temperature", temperature, low=0.0, low_open=True)
+    check_ndim("logits", logits, 2, "(B, V)")
+    check_float("logits", logits)
+    if logits.shape[1] == 0:
+        raise ValueError(f"logits: expected at least one token per row, got shape {logits.shape}")
+    temperature = check_number("temperature", temperature, low=0.0, low_open=True, finite=True)
+    if top_k is not None:
+        top_k = check_int("top_k", top_k, low=1)
+    if top_p is not None:
+        top_p = check_number("top_p", top_p, low=0.0, high=1.0, low_open=True)
     z = logits - logits.max(axis=-1, keepdims=True)           # (B, V): max 0, so z / τ never gives inf - inf
     z /= temperature
     V = z.shape[-1]
@@ -261,13 +277,26 @@ def sample_tokens(probs, rng):
     """One token per row, drawn by inverse CDF: u ~ U[0, Σp), the first token whose
     cumulative probability exceeds u.
 
-    u is scaled by the row total (float32 sums drift from 1), so u < cdf[-1] and a
-    token of probability 0 is never drawn. Inputs: probs (B, V); rng, a numpy Generator.
+    u is scaled by the row total (float32 sums drift from 1). Rounding can still give
+    u = cdf[-1] (the count of cdf values <= u would then be V, outside the vocabulary),
+    so the index is capped at the last token of nonzero probability: a token of
+    probability 0 is never drawn, and the id is always in [0, V).
+    Inputs: probs (B, V) finite, >= 0, each row summing to > 0; rng, a numpy Generator.
     Returns: (B,) int64.
     """
+    check_generator("rng", rng)
+    check_ndim("probs", probs, 2, "(B, V)")
+    check_float("probs", probs)
+    if probs.shape[1] == 0:
+        raise ValueError(f"probs: expected at least one token per row, got shape {probs.shape}")
+    positive = probs > 0                                       # (B, V)
+    if not (np.isfinite(probs).all() and (probs >= 0).all() and positive.any(axis=-1).all()):
+        raise ValueError("probs: expected finite probabilities >= 0 with a positive sum in every row")
     cdf = np.cumsum(probs, axis=-1)                            # (B, V)
-    u = rng.random(probs.shape[0]) * cdf[:, -1]                # (B,) in [0, Σp)
-    return (cdf <= u[:, None]).sum(axis=-1).astype(np.int64)   # (B,) tokens below u, = the index drawn
+    u = rng.random(probs.shape[0]) * cdf[:, -1]                # (B,) in [0, Σp]
+    drawn = (cdf <= u[:, None]).sum(axis=-1)                   # (B,) tokens below u, = the index drawn
+    last = probs.shape[1] - 1 - positive[:, ::-1].argmax(axis=-1)   # (B,) the last token with p > 0
+    return np.minimum(drawn, last).astype(np.int64)
 
 
 def _softmax(logits):
@@ -401,7 +430,7 @@ def _top_candidates(probs):
 # ----------------------------------------------------------------------- checks
 def _check_options(strategy, temperature, top_k, top_p, beam_size, length_penalty, rng) -> DecodingOptions:
     check_choice("strategy", strategy, STRATEGIES)
-    temperature = check_number("temperature", temperature, low=0.0)
+    temperature = check_number("temperature", temperature, low=0.0, finite=True)
     if top_k is not None:
         top_k = check_int("top_k", top_k, low=1)
     if top_p is not None:
@@ -413,7 +442,7 @@ def _check_options(strategy, temperature, top_k, top_p, beam_size, length_penalt
     if strategy == "sample":
         check_generator("rng", rng)
     beam_size = check_int("beam_size", beam_size, low=1)
-    length_penalty = check_number("length_penalty", length_penalty)
+    length_penalty = check_number("length_penalty", length_penalty, finite=True)
     return DecodingOptions(strategy, temperature, top_k, top_p, beam_size, length_penalty, rng)
 
 

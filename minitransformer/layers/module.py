@@ -11,7 +11,10 @@ The math lives in ``functional/``; a Module only keeps the bookkeeping:
   ``grads`` and returns the gradient of each input in the order of forward's
   inputs. Accumulation is what makes weight tying and reuse correct;
   ``zero_grad()`` clears. The cache is consumed by backward, so a second backward
-  (or one with no forward before it) raises a clear RuntimeError.
+  (or one with no forward before it) raises a clear RuntimeError. A Module that
+  saves its output with the cache (``_save(cache, out)``) and pops it with the
+  upstream gradient (``_pop_cache(dout)``) has ``dout`` checked against the
+  output's shape and dtype (``validate.check_upstream``) before anything is consumed.
 - ``parameters()`` yields ``(dotted_name, param, grad)`` over the tree, the names
   ``state_dict`` uses; ``to(device)`` / ``astype(dtype)`` move and cast the tree.
 - ``training``: True after ``train()``, False after ``eval()`` (dropout reads it).
@@ -24,6 +27,10 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..backend import get_xp, to_device, to_numpy
+from ..validate import check_real_finite, check_upstream
+
+
+_NOT_GIVEN = object()   # _pop_cache() without dout: nothing to check (None is a wrong dout)
 
 
 class Module:
@@ -34,6 +41,7 @@ class Module:
         object.__setattr__(self, "children", {})
         self.training = True
         self._cache = None
+        self._out_spec = None         # (shape, dtype) of the pending forward's output, if saved
 
     # ------------------------------------------------------------ registration
     def add_param(self, name: str, value):
@@ -65,14 +73,23 @@ class Module:
     def __call__(self, *inputs, **kwargs):
         return self.forward(*inputs, **kwargs)
 
-    def _save(self, cache) -> None:
+    def _save(self, cache, out=None) -> None:
+        """Keep the forward's cache; with ``out``, its shape and dtype, to check ``dout`` against."""
         self._cache = cache
+        self._out_spec = None if out is None else (tuple(out.shape), out.dtype)
 
-    def _pop_cache(self):
-        """The cache of the pending forward; consumed, so memory is freed early."""
+    def _pop_cache(self, dout=_NOT_GIVEN, name: str = "dout"):
+        """The cache of the pending forward; consumed, so memory is freed early.
+
+        With ``dout`` (and an output saved by ``_save``), the upstream gradient is checked
+        first: ValueError/TypeError naming ``name`` unless it has the output's shape and dtype.
+        """
         if self._cache is None:
             raise RuntimeError(f"{type(self).__name__}.backward() called without a pending "
                                "forward(): call forward() first (each forward allows one backward)")
+        spec = self.__dict__.get("_out_spec")
+        if dout is not _NOT_GIVEN and spec is not None:
+            check_upstream(name, dout, *spec)
         cache, self._cache = self._cache, None
         return cache
 
@@ -131,21 +148,36 @@ class Module:
         return {name: to_numpy(p) for name, p, _ in self.parameters()}
 
     def load_state_dict(self, state: dict, strict: bool = True) -> None:
-        """Copy ``state`` into the parameters in place (optimizer references stay valid)."""
+        """Copy ``state`` into the parameters in place (optimizer references stay valid).
+
+        Every entry is checked before any parameter changes: a real array (TypeError naming
+        ``state[name]`` for complex or object arrays), finite (ValueError for NaN or inf, and
+        for values that overflow the parameter's dtype), of the parameter's shape.
+        """
+        if not isinstance(state, dict):
+            raise TypeError(f"state: expected a dict of arrays (a state_dict()), got {type(state).__name__}")
         own = {name: p for name, p, _ in self.parameters()}
         missing = sorted(set(own) - set(state))
         unexpected = sorted(set(state) - set(own))
         if strict and (missing or unexpected):
             raise KeyError(f"state: missing parameters {missing}, unexpected {unexpected}")
+        cast = {}                   # checked first: nothing changes unless every entry is good
         for name, p in own.items():
             if name not in state:
                 continue
             value = state[name]
+            check_real_finite(f"state[{name!r}]", value)
             if tuple(value.shape) != tuple(p.shape):
                 raise ValueError(f"state[{name!r}]: expected shape {tuple(p.shape)}, "
                                  f"got {tuple(value.shape)}")
             xp = get_xp(p)
-            p[...] = xp.asarray(to_device(value, _device_name(p)), dtype=p.dtype)
+            with _quiet_overflow():
+                cast[name] = xp.asarray(to_device(value, _device_name(p)), dtype=p.dtype)
+            if not bool(xp.isfinite(cast[name]).all()):
+                raise ValueError(f"state[{name!r}]: values overflow the parameter's dtype {p.dtype} "
+                                 f"(inf after the cast)")
+        for name, value in cast.items():
+            own[name][...] = value
 
     def _map_params(self, fn) -> None:
         """Replace every parameter by ``fn(param)`` and its gradient by zeros.
@@ -189,6 +221,11 @@ class Module:
         shapes = ", ".join(f"{k}={tuple(v.shape)}" for k, v in self.params.items())
         kids = ", ".join(self.children)
         return f"{type(self).__name__}({shapes}{'; ' if shapes and kids else ''}{kids})"
+
+
+def _quiet_overflow():
+    import numpy
+    return numpy.errstate(over="ignore", invalid="ignore")
 
 
 def _device_name(a) -> str:

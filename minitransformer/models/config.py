@@ -16,6 +16,12 @@ from ..layers.norm import NORMS
 from ..validate import check_choice, check_int, check_number
 
 NORM_POSITIONS = ("pre", "post")
+
+
+def check_bool_field(name: str, value) -> None:
+    """TypeError naming the field unless ``value`` is a bool (a string "False" is truthy)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name}: expected True or False, got {type(value).__name__} {value!r}")
 POSITIONS = ("learned", "sinusoidal", "rope", "alibi", "none")
 
 
@@ -57,10 +63,12 @@ class TransformerConfig:
             raise ValueError(f"n_kv_head: expected a divisor of n_head={self.n_head}, got {self.n_kv_head}")
         if self.position == "rope" and self.head_dim % 2:
             raise ValueError(f"d_model: RoPE needs an even head dim, got d_model/n_head = {self.head_dim}")
-        if not (isinstance(self.p_drop, (int, float)) and 0.0 <= self.p_drop < 1.0):
+        check_number("p_drop", self.p_drop)          # TypeError for a non-number, ValueError for NaN
+        if not 0.0 <= self.p_drop < 1.0:
             raise ValueError(f"p_drop: expected a probability in [0, 1), got {self.p_drop!r}")
-        check_number("eps", self.eps, low=0.0, low_open=True)
-        check_number("init_std", self.init_std, low=0.0)
+        check_number("eps", self.eps, low=0.0, low_open=True, finite=True)
+        check_number("init_std", self.init_std, low=0.0, finite=True)
+        check_bool_field("bias", self.bias)
 
     @property
     def head_dim(self) -> int:
@@ -92,6 +100,10 @@ class GPTConfig(TransformerConfig):
     """Decoder-only language model (GPT-2 style by default)."""
     tie_weights: bool = True           # LM head shares the token embedding matrix
 
+    def __post_init__(self):
+        super().__post_init__()
+        check_bool_field("tie_weights", self.tie_weights)
+
 
 @dataclass
 class EncoderConfig(TransformerConfig):
@@ -110,9 +122,10 @@ class EncoderConfig(TransformerConfig):
         if self.window is not None:
             raise ValueError("window: sliding windows are causal here and the encoder "
                              f"attends both ways; expected None, got {self.window}")
-        for name in ("type_vocab_size", "n_classes"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name}: expected >= 0, got {getattr(self, name)}")
+        for name in ("type_vocab_size", "n_classes", "pad_id"):
+            check_int(name, getattr(self, name), low=0)
+        for name in ("embedding_norm", "mlm_head"):
+            check_bool_field(name, getattr(self, name))
 
 
 @dataclass
@@ -131,6 +144,9 @@ class Seq2SeqConfig(TransformerConfig):
         super().__post_init__()
         if self.src_vocab_size is not None:
             check_int("src_vocab_size", self.src_vocab_size, low=1)
+        check_int("pad_id", self.pad_id, low=0)
+        for name in ("shared_embeddings", "scale_embeddings"):
+            check_bool_field(name, getattr(self, name))
         if self.shared_embeddings and self.src_vocab_size not in (None, self.vocab_size):
             raise ValueError(f"shared_embeddings: needs src_vocab_size == vocab_size={self.vocab_size}, "
                              f"got src_vocab_size={self.src_vocab_size}")

@@ -68,10 +68,14 @@ class DecoderStack(Module):
             x = self.norm_f.forward(x)                                      # (B, T, C)
         if cache is not None:
             cache.length += ids.shape[1]
-        return self.head.forward(x)                                         # (B, T, V)
+        logits = self.head.forward(x)                                       # (B, T, V)
+        self._save(True, logits)             # only the output's shape and dtype, to check dlogits
+        return logits
 
     def backward(self, dlogits):
-        """Returns dmemory (summed over the blocks) for a cross-attending stack, else None."""
+        """dlogits: the shape and dtype of forward's logits (ValueError/TypeError naming ``dout``).
+        Returns dmemory (summed over the blocks) for a cross-attending stack, else None."""
+        self._pop_cache(dlogits)
         dx = self.head.backward(dlogits)                                    # (B, T, C)
         if "norm_f" in self.children:
             dx = self.norm_f.backward(dx)

@@ -21,6 +21,13 @@ from ..layers.positions import LearnedPositionEmbedding
 from ..validate import check_integer_ids, check_ndim
 
 
+def check_nonempty(name: str, ids) -> None:
+    """ValueError naming ``name`` for a batch of 0 rows or 0 tokens: every model refuses them
+    (a mean over 0 positions is NaN, a softmax over 0 keys has no value)."""
+    if 0 in tuple(ids.shape):
+        raise ValueError(f"{name}: expected at least one row and one token, got shape {tuple(ids.shape)}")
+
+
 class InputEmbedding(Module):
     def __init__(self, vocab_size: int, d_model: int, max_len: int, position: str, *,
                  type_vocab_size: int = 0, scale: float = 1.0, norm: str | None = None,
@@ -48,6 +55,7 @@ class InputEmbedding(Module):
         """ids (B, T) integers; offset = position of ids[:, 0] (KV-cache decoding). Returns (B, T, C)."""
         check_ndim("ids", ids, 2, "(B, T)")
         check_integer_ids("ids", ids, self.tok.W.shape[0])
+        check_nonempty("ids", ids)
         T = ids.shape[1]
         if offset + T > self.max_len:
             raise ValueError(f"ids: expected at most block_size={self.max_len} positions, "

@@ -95,16 +95,19 @@ class Encoder(Module):
             x = block.forward(x, key_padding_mask)                        # (B, S, C)
         if "norm_f" in self.children:
             x = self.norm_f.forward(x)
-        self._save((head, x.shape))
         if head == "mlm":
-            return self.mlm_head.forward(x)                               # (B, S, V)
-        if head == "cls":
-            return self.cls_head.forward(x[:, 0])                         # (B, n_classes)
-        return x
+            out = self.mlm_head.forward(x)                                # (B, S, V)
+        elif head == "cls":
+            out = self.cls_head.forward(x[:, 0])                          # (B, n_classes)
+        else:
+            out = x
+        self._save((head, x.shape), out)
+        return out
 
     def backward(self, dout):
-        """dout: the gradient of what forward returned. Returns None (ids have no gradient)."""
-        head, hidden_shape = self._pop_cache()
+        """dout: the gradient of what forward returned, its shape and dtype (ValueError/TypeError
+        naming ``dout`` otherwise). Returns None (ids have no gradient)."""
+        head, hidden_shape = self._pop_cache(dout)
         if head == "mlm":
             dx = self.mlm_head.backward(dout)                             # (B, S, C)
         elif head == "cls":

@@ -21,6 +21,7 @@ from ..layers.module import Module
 from ..validate import check_ndim, check_same_shape
 from .config import Seq2SeqConfig
 from .decoder import DecoderStack
+from .embeddings import check_nonempty
 from .encoder import Encoder
 from .gpt import dropout_generator
 
@@ -54,16 +55,27 @@ class Seq2Seq(Module):
     def encode(self, src, src_mask=None):
         """src (B, S) -> memory (B, S, C)."""
         check_ndim("src", src, 2, "(B, S)")
+        check_nonempty("src", src)
         return self.encoder.forward(src, attention_mask=self.source_mask(src, src_mask))
 
     def forward(self, src, tgt_in, src_mask=None):
         """src (B, S), tgt_in (B, T) (BOS + target, shifted right) -> logits (B, T, V)."""
+        check_ndim("src", src, 2, "(B, S)")
         check_ndim("tgt_in", tgt_in, 2, "(B, T)")
+        check_nonempty("src", src)
+        check_nonempty("tgt_in", tgt_in)
+        if src.shape[0] != tgt_in.shape[0]:
+            raise ValueError(f"tgt_in: expected {src.shape[0]} rows (the batch of src), "
+                             f"got shape {tuple(tgt_in.shape)}")
         mask = self.source_mask(src, src_mask)
         memory = self.encode(src, mask)                                   # (B, S, C)
-        return self.decoder.forward(tgt_in, memory, mask)                 # (B, T, V)
+        logits = self.decoder.forward(tgt_in, memory, mask)              # (B, T, V)
+        self._save(True, logits)
+        return logits
 
     def backward(self, dlogits):
+        """dlogits: the shape and dtype of forward's logits (ValueError/TypeError naming ``dout``)."""
+        self._pop_cache(dlogits)
         dmemory = self.decoder.backward(dlogits)                          # (B, S, C)
         self.encoder.backward(dmemory)
         return None

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 
 from ..backend import device_of, get_xp, to_device, to_numpy
-from ..validate import check_float, check_int, check_number, check_same_shape
+from ..validate import check_float, check_int, check_number, check_real_finite, check_same_shape
 
 
 def default_no_decay(name: str, param) -> bool:
@@ -58,7 +58,7 @@ class Optimizer:
 
     def __init__(self, params, lr: float, buffers: tuple[str, ...] = ()):
         self.params = _materialise(params)
-        self.lr = check_number("lr", lr, low=0.0)
+        self.lr = check_number("lr", lr, low=0.0, finite=True)
         self.t = 0
         self.state = {b: {name: get_xp(p).zeros_like(p) for name, p, _ in self.params} for b in buffers}
         self._scratch = _scratch_views(self.params)
@@ -70,7 +70,7 @@ class Optimizer:
         ``self.lr``. None: the stored one.
         """
         if lr is not None:
-            self.lr = check_number("lr", lr, low=0.0)
+            self.lr = check_number("lr", lr, low=0.0, finite=True)
         self.t += 1
         for name, p, g in self.params:
             self._update(name, p, g, self.lr)
@@ -95,12 +95,27 @@ class Optimizer:
         return state
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore step, lr and buffers in place; everything is checked before anything changes."""
+        """Restore step, lr and buffers in place; everything is checked before anything changes.
+
+        ``state['step']`` must be an integer >= 0 (a float or negative step would shift Adam's
+        bias correction silently), ``state['lr']`` a finite number >= 0, every buffer a finite
+        real array of its parameter's shape.
+        """
+        if not isinstance(state, dict):
+            raise TypeError(f"state: expected a dict (an optimizer's state_dict()), got {type(state).__name__}")
+        for key in ("type", "step", "lr"):
+            if key not in state:
+                raise ValueError(f"state: expected the key {key!r} of an optimizer's state_dict(), "
+                                 f"got keys {sorted(map(str, state))}")
         kind = str(state.get("type"))
         if kind != type(self).__name__:
             raise ValueError(f"state['type']: expected {type(self).__name__!r}, got {kind!r}")
         for h in self.hyperparameters:
-            saved = _jsonable(state[h]) if h in state else None
+            try:
+                saved = _jsonable(state[h]) if h in state else None
+            except (TypeError, ValueError):
+                raise ValueError(f"state[{h!r}]: expected {getattr(self, h)!r}, as this optimizer was "
+                                 f"built, got {state[h]!r}") from None
             if saved != _jsonable(getattr(self, h)):
                 raise ValueError(f"state[{h!r}]: expected {getattr(self, h)!r}, as this optimizer was "
                                  f"built, got {saved!r}; build it with the saved hyperparameters")
@@ -111,9 +126,16 @@ class Optimizer:
                            f"unexpected {sorted(given - expected)}")
         for key in sorted(expected):
             buffer, name = key.split("/", 1)
+            check_real_finite(f"state[{key!r}]", state[key])
             check_same_shape(f"state[{key!r}]", state[key], self.state[buffer][name].shape)
-        t = check_int("state['step']", int(state["step"]), low=0)
-        lr = check_number("state['lr']", float(state["lr"]), low=0.0)
+        step = state["step"]
+        if getattr(step, "ndim", None) == 0:               # a 0-d array from an .npz
+            step = step.item()
+        lr = state["lr"]
+        if getattr(lr, "ndim", None) == 0:
+            lr = lr.item()
+        t = check_int("state['step']", step, low=0)
+        lr = check_number("state['lr']", lr, low=0.0, finite=True)
         for key in sorted(expected):
             buffer, name = key.split("/", 1)
             a = self.state[buffer][name]
@@ -138,7 +160,7 @@ class SGD(Optimizer):
 
     def __init__(self, params, lr: float, momentum: float = 0.0, weight_decay: float = 0.0):
         self.momentum = check_number("momentum", momentum, low=0.0, high=1.0, high_open=True)
-        self.weight_decay = check_number("weight_decay", weight_decay, low=0.0)
+        self.weight_decay = check_number("weight_decay", weight_decay, low=0.0, finite=True)
         super().__init__(params, lr, buffers=("b",) if self.momentum > 0 else ())
 
     def _update(self, name, p, g, lr):
@@ -168,11 +190,11 @@ class Adam(Optimizer):
     hyperparameters = ("betas", "eps")
 
     def __init__(self, params, lr: float, betas=(0.9, 0.999), eps: float = 1e-8):
-        if len(betas) != 2:
+        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
             raise ValueError(f"betas: expected a pair (beta1, beta2), got {betas!r}")
         self.betas = tuple(check_number(f"betas[{i}]", b, low=0.0, high=1.0, high_open=True)
                            for i, b in enumerate(betas))
-        self.eps = check_number("eps", eps, low=0.0, low_open=True)
+        self.eps = check_number("eps", eps, low=0.0, low_open=True, finite=True)
         super().__init__(params, lr, buffers=("m", "v"))
 
     def _update(self, name, p, g, lr):
@@ -213,7 +235,7 @@ class AdamW(Adam):
 
     def __init__(self, params, lr: float, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.01, no_decay=default_no_decay):
-        self.weight_decay = check_number("weight_decay", weight_decay, low=0.0)
+        self.weight_decay = check_number("weight_decay", weight_decay, low=0.0, finite=True)
         super().__init__(params, lr, betas=betas, eps=eps)
         self.decayed = {name: not no_decay(name, p) for name, p, _ in self.params}
 

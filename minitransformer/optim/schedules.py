@@ -22,7 +22,7 @@ from ..validate import check_int, check_number
 
 def constant_schedule(lr: float):
     """lr(step) = lr."""
-    lr = check_number("lr", lr, low=0.0)
+    lr = check_number("lr", lr, low=0.0, finite=True)
 
     def schedule(step: int) -> float:
         _check_step(step)
@@ -40,7 +40,7 @@ def warmup_cosine_schedule(max_lr: float, warmup_steps: int, total_steps: int, m
     with W = warmup_steps (0: no warmup) and N = total_steps (>= W). Halfway
     through the decay the lr is (max_lr + min_lr) / 2; at step N it is min_lr.
     """
-    max_lr = check_number("max_lr", max_lr, low=0.0)
+    max_lr = check_number("max_lr", max_lr, low=0.0, finite=True)
     min_lr = check_number("min_lr", min_lr, low=0.0, high=max_lr)
     warmup_steps = check_int("warmup_steps", warmup_steps, low=0)
     total_steps = check_int("total_steps", total_steps, low=max(warmup_steps, 1))
@@ -66,7 +66,7 @@ def noam_schedule(d_model: int, warmup_steps: int, factor: float = 1.0):
     """
     d_model = check_int("d_model", d_model, low=1)
     warmup_steps = check_int("warmup_steps", warmup_steps, low=1)
-    factor = check_number("factor", factor, low=0.0)
+    factor = check_number("factor", factor, low=0.0, finite=True)
 
     def schedule(step: int) -> float:
         _check_step(step)

@@ -139,7 +139,7 @@ def encoder_config_from_bert(cfg: dict, source="config.json") -> EncoderConfig:
             norm="layernorm", norm_position="post", eps=float(cfg.get("layer_norm_eps", 1e-12)),
             activation=ACTIVATION_OF_HIDDEN_ACT[hidden_act], position="learned", p_drop=0.0, bias=True,
             type_vocab_size=cfg.get("type_vocab_size", 2), embedding_norm=True, mlm_head=False,
-            n_classes=0, pad_id=cfg.get("pad_token_id", 0))
+            n_classes=0, pad_id=cfg.get("pad_token_id") or 0)   # null in some configs
     except (ValueError, TypeError) as err:   # the config's own check names our field
         raise ValueError(f"{source}: unsupported values: {err}") from None
 
@@ -160,11 +160,28 @@ def load_bert_weights(model: Encoder, path) -> None:
     _check_plan_covers(plan, params)
     with SafetensorsFile(path) as f:
         _check_checkpoint(f, plan, params, model.config.d_model, path)
+        for rule in plan:                   # a first pass: nothing is changed unless every value is good
+            _check_values(f[rule.checkpoint], params[rule.ours].dtype, f"{path}: {rule.checkpoint}")
         for rule in plan:
             target = params[rule.ours][..., _columns(rule.block, model.config.d_model)]  # a view
             value = f[rule.checkpoint]                                   # NumPy (d_out, d_in) or (d,)
             value = value.T if rule.transpose else value                 # (d_in, d_out) or (d,)
             target[...] = get_xp(target).asarray(value)                  # cast to the model's dtype
+
+
+def _check_values(value, dtype, where: str) -> None:
+    """ValueError naming the tensor unless its values are real, finite, and stay finite in ``dtype``
+    (NaN weights load silently and make every output NaN; 1e300 becomes inf in float32)."""
+    kind = value.dtype.kind
+    if kind not in ("b", "i", "u", "f"):
+        raise ValueError(f"{where}: expected real numbers, got dtype {value.dtype}")
+    if kind == "f":
+        if not np.isfinite(value).all():
+            raise ValueError(f"{where}: expected finite values, got {int((~np.isfinite(value)).sum())} "
+                             f"NaN or inf of {value.size}")
+    if value.size and float(np.abs(value).max()) > float(np.finfo(dtype).max):
+        raise ValueError(f"{where}: values up to {float(np.abs(value).max()):g} overflow the model's "
+                         f"dtype {np.dtype(dtype)} (largest {float(np.finfo(dtype).max):g})")
 
 
 def weight_plan(n_layer: int) -> list[WeightRule]:
@@ -261,6 +278,8 @@ def _read_json(path: Path) -> dict:
         value = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: not valid JSON ({err})") from None
+    except RecursionError:
+        raise ValueError(f"{path}: JSON nested too deeply to parse (a config is a flat object)") from None
     if not isinstance(value, dict):
         raise ValueError(f"{path}: expected a JSON object, got a JSON {type(value).__name__}")
     return value

@@ -176,6 +176,9 @@ def read_header(path) -> tuple[int, dict[str, TensorInfo], dict]:
         header = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise SafetensorsError(f"{path}: header is not UTF-8 JSON ({err})") from None
+    except RecursionError:       # JSON nested thousands deep: no header is, so the file is corrupt
+        raise SafetensorsError(f"{path}: header is JSON nested too deeply to parse (not a safetensors "
+                               f"header: it is an object of tensor entries, two levels deep)") from None
     if not isinstance(header, dict):
         raise SafetensorsError(f"{path}: header must be a JSON object, got a JSON {type(header).__name__}")
     metadata = header.pop(METADATA_KEY, {})

@@ -25,6 +25,8 @@ def tokenizer_from_dict(d: dict):
     """Rebuild a tokenizer from its ``to_dict()``, whatever its kind (the "type" field)."""
     kinds = {"char": lambda: CharTokenizer, "bpe": lambda: __getattr__("ByteBPETokenizer"),
              "wordpiece": lambda: __getattr__("WordPieceTokenizer")}
+    if not isinstance(d, dict):
+        raise TypeError(f"d: expected a dict (a tokenizer's to_dict()), got {type(d).__name__}")
     kind = d.get("type")
     if kind not in kinds:
         raise ValueError(f"tokenizer: expected a 'type' in {tuple(kinds)}, got {kind!r}")

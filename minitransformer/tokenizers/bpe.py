@@ -314,11 +314,20 @@ class ByteBPETokenizer:
         return cls(d["merges"], d["special_tokens"], d["pattern"])
 
     def save(self, path) -> None:
-        """Write ``to_dict()`` as JSON, atomically (a temporary file, then a rename)."""
+        """Write ``to_dict()`` as JSON, atomically (a temporary file, then a rename).
+
+        If writing fails (an exception, a full disk), the temporary file is removed and
+        an existing file at ``path`` is left as it was.
+        """
         tmp = f"{os.fspath(path)}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(self.to_dict(), f)      # ASCII escapes: lone surrogates survive
-        os.replace(tmp, path)
+        try:
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump(self.to_dict(), f)      # ASCII escapes: lone surrogates survive
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            raise
 
     @classmethod
     def load(cls, path) -> "ByteBPETokenizer":
@@ -328,6 +337,9 @@ class ByteBPETokenizer:
                 return cls.from_dict(json.load(f))
         except (ValueError, TypeError) as err:            # JSONDecodeError, UnicodeDecodeError too
             raise ValueError(f"path: {os.fspath(path)!r} is not a saved ByteBPETokenizer: {err}") from None
+        except RecursionError:                            # JSON nested thousands deep
+            raise ValueError(f"path: {os.fspath(path)!r} is not a saved ByteBPETokenizer: "
+                             f"JSON nested too deeply to parse") from None
 
     def __eq__(self, other) -> bool:
         return (isinstance(other, ByteBPETokenizer) and self.merges == other.merges
