@@ -72,6 +72,8 @@ def dropout_backward(dy, cache: DropoutCache):
     Inputs: dy like y, the cache. Returns: dx like dy.
     """
     if cache.identity:
+        check_float("dy", dy)
         return dy                                              # reverses: y = x (identity path)
+    check_same_shape("dy", dy, cache.mask.shape)                # the forward output's shape
     dx = dy * cache.mask * cache.scale                         # (...) reverses: y = x * m * scale
     return dx

@@ -55,6 +55,10 @@ def embedding_backward(dout, cache: EmbeddingCache):
     Inputs: dout (..., C), the cache. Returns: dW (V, C) of dout's dtype (ids have no gradient).
     """
     ids, V = cache
+    check_float("dout", dout)
+    if dout.ndim != ids.ndim + 1 or tuple(dout.shape[:-1]) != tuple(ids.shape):
+        raise ValueError(f"dout: expected shape {tuple(ids.shape)} + (C,) (the forward output's), "
+                         f"got {tuple(dout.shape)}")
     C = dout.shape[-1]
     ids_flat = ids.reshape(-1)                                 # (N,)
     dout2 = dout.reshape(-1, C)                                # (N, C)   reverses: out = W[ids] (rows by id, summed)

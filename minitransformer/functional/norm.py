@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..backend import get_xp
-from ..validate import (check_dim, check_dtype_like, check_float, check_min_ndim, check_ndim,
+from ..validate import (check_upstream, check_dim, check_dtype_like, check_float, check_min_ndim, check_ndim,
                         check_number)
 
 
@@ -104,6 +104,7 @@ def layernorm_backward(dy, cache: LayerNormCache):
     Inputs: dy (..., C), the cache. Returns: dx (..., C), dgamma (C,), dbeta (C,).
     """
     xhat, rstd, gamma = cache
+    check_upstream("dy", dy, xhat.shape, xhat.dtype)  # the forward output's shape and dtype
     dbeta = _sum_rows(dy)                                      # (C,)     reverses: y = gamma_xhat + beta
     dgamma = _sum_rows(dy * xhat)                              # (C,)     reverses: gamma_xhat = gamma * xhat
     dxhat = dy * gamma                                         # (..., C) reverses: gamma_xhat = gamma * xhat
@@ -143,6 +144,7 @@ def rmsnorm_backward(dy, cache: RMSNormCache):
     Inputs: dy (..., C), the cache. Returns: dx (..., C), dgamma (C,).
     """
     xhat, rstd, gamma = cache
+    check_upstream("dy", dy, xhat.shape, xhat.dtype)  # the forward output's shape and dtype
     dgamma = _sum_rows(dy * xhat)                              # (C,)     reverses: y = gamma * xhat
     dxhat = dy * gamma                                         # (..., C) reverses: y = gamma * xhat
     mean_dxhat_xhat = (dxhat * xhat).mean(axis=-1, keepdims=True)  # (..., 1) reverses: ms = mean(x2), rstd = 1 / rms

@@ -71,6 +71,10 @@ def rope_forward(x, offset: int = 0, base: float = 10000.0, layout: str = "inter
 def rope_backward(dy, cache: RopeCache):
     """dx = the rotation of dy by -mθ_j. Inputs: dy (B, H, T, D), the cache. Returns: dx (B, H, T, D)."""
     cos, sin, layout = cache
+    check_float("dy", dy)
+    if dy.ndim < 2 or tuple(dy.shape[-2:]) != (cos.shape[0], 2 * cos.shape[1]):
+        raise ValueError(f"dy: expected shape (..., T, D) = (..., {cos.shape[0]}, {2 * cos.shape[1]}) "
+                         f"(the forward output's), got {tuple(getattr(dy, 'shape', ()))}")
     xp = get_xp(dy)
     dx = xp.empty(dy.shape, dtype=dy.dtype)                # (B, H, T, D)
     dy_a, dy_b = _pairs(dy, layout)                        # (B, H, T, D/2) views

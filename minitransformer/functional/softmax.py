@@ -32,6 +32,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..backend import get_xp
+from ..validate import check_upstream
 
 
 class SoftmaxCache(NamedTuple):
@@ -70,6 +71,7 @@ def softmax_forward(x, axis: int = -1):
 def softmax_backward(dy, cache: SoftmaxCache):
     """dx = y ⊙ (dy - Σ_j dy_j y_j). Inputs: dy like y, the cache. Returns: dx like y."""
     y, axis = cache
+    check_upstream("dy", dy, y.shape, y.dtype)  # the forward output's shape and dtype
     dy_y = dy * y                                            # (..., n, ...)
     s = dy_y.sum(axis=axis, keepdims=True)                   # (..., 1, ...) Σ_j dy_j y_j
     dx = y * (dy - s)                                        # (..., n, ...) reverses: y = e / denom
@@ -112,6 +114,7 @@ def log_softmax_backward(dz, cache: LogSoftmaxCache):
     """dx = dz - softmax(x) Σ_j dz_j. Inputs: dz like z, the cache. Returns: dx like z."""
     xp = get_xp(dz)
     z, axis = cache
+    check_upstream("dz", dz, z.shape, z.dtype)  # the forward output's shape and dtype
     p = xp.exp(z)                                            # (..., n, ...) softmax, recomputed: cheaper than storing both
     dz_sum = dz.sum(axis=axis, keepdims=True)                # (..., 1, ...)
     dx = dz - p * dz_sum                                     # (..., n, ...) reverses: z = shifted - log Σ exp(shifted)

@@ -7,6 +7,7 @@ update arrays this module just allocated, why: fewer passes over (B, T, C).
 from __future__ import annotations
 
 from ...backend import get_xp
+from ...validate import check_upstream
 from ..norm import LayerNormCache, RMSNormCache, _check_norm_inputs
 from .reductions import col_dot, col_sum, row_dot, row_mean
 
@@ -30,6 +31,7 @@ def layernorm_forward(x, gamma, beta, eps: float = 1e-5):
 def layernorm_backward(dy, cache: LayerNormCache):
     """Twin of functional.norm.layernorm_backward."""
     xhat, rstd, gamma = cache
+    check_upstream("dy", dy, xhat.shape, xhat.dtype)
     dbeta = col_sum(dy)                                        # (C,)
     dgamma = col_dot(dy, xhat)                                 # (C,)
     dxhat = dy * gamma                                         # (..., C)
@@ -59,6 +61,7 @@ def rmsnorm_forward(x, gamma, eps: float = 1e-6):
 def rmsnorm_backward(dy, cache: RMSNormCache):
     """Twin of functional.norm.rmsnorm_backward."""
     xhat, rstd, gamma = cache
+    check_upstream("dy", dy, xhat.shape, xhat.dtype)
     dgamma = col_dot(dy, xhat)                                 # (C,)
     dxhat = dy * gamma                                         # (..., C)
     mean_dxhat_xhat = row_dot(dxhat, xhat)                     # (..., 1)

@@ -9,6 +9,7 @@ attention overwrite its scores with P.
 from __future__ import annotations
 
 from ...backend import get_xp
+from ...validate import check_upstream
 from ..softmax import LogSoftmaxCache, SoftmaxCache
 from .reductions import row_dot, row_max, row_sum
 from .rowblocks import in_row_blocks
@@ -55,6 +56,7 @@ def softmax_backward_into(dy, cache: SoftmaxCache, out):
     """softmax_backward writing dx into ``out`` (C-contiguous, y's shape; it may be dy itself)."""
     xp = get_xp(dy)
     y, axis = cache
+    check_upstream("dy", dy, y.shape, y.dtype)
     last = [xp.moveaxis(a, axis, -1) for a in (dy, y, out)]         # views: the softmax axis last
     in_row_blocks(_softmax_backward_kernel, *last)
     return out
