@@ -6,6 +6,7 @@ import pytest
 from minitransformer.functional._kernels import fast
 from minitransformer.functional.dropout import dropout_backward, dropout_forward
 from minitransformer.functional.embedding import embedding_backward, embedding_forward
+from minitransformer.functional.linear import linear_backward, linear_forward
 from minitransformer.functional.norm import (layernorm_backward, layernorm_forward, rmsnorm_backward,
                                              rmsnorm_forward)
 from minitransformer.functional.rope import rope_backward, rope_forward
@@ -22,6 +23,7 @@ def _pairs():
     wide = np.zeros((2, 3, 5))
     broadcastable = np.zeros((1, 3, 4))
     ids = np.array([[1, 200, 3], [4, 5, 6]])
+    yield "linear", linear_backward, linear_forward(x, np.ones((4, 5)))[1], "dy", np.zeros((2, 3, 1))
     yield "softmax", softmax_backward, softmax_forward(x)[1], "dy", broadcastable
     yield "softmax (fast)", fast(softmax_backward), softmax_forward(x)[1], "dy", broadcastable
     yield "log_softmax", log_softmax_backward, log_softmax_forward(x)[1], "dz", broadcastable

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..validate import check_dim, check_min_ndim, check_ndim
+from ..validate import check_dim, check_min_ndim, check_ndim, check_upstream
 from ._kernels.reductions import col_sum
 
 
@@ -47,6 +47,7 @@ def linear_forward(x, W, b=None):
 def linear_backward(dy, cache: LinearCache):
     """Inputs: dy (..., d_out), the cache. Returns: dx (..., d_in), dW (d_in, d_out), db (d_out,) or None."""
     x, W, has_bias = cache
+    check_upstream("dy", dy, x.shape[:-1] + W.shape[1:], x.dtype)   # the forward output's shape and dtype
     x_rows = x.reshape(-1, x.shape[-1])                     # (N, d_in)
     dh = dy.reshape(-1, dy.shape[-1])                       # (N, d_out)   reverses: y = h.reshape(...)
     db = col_sum(dh) if has_bias else None                  # (d_out,)     reverses: h += b (Σ over rows, as ones @ dh)
