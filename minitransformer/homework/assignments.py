@@ -6,20 +6,10 @@ backward), the lecture it belongs to, its points, and its ``Check`` specs: which
 generic checker runs it (homework/checks.py: "pair" for a functional
 forward/backward pair, "function" for a forward-only function, "module" for a
 Module's forward/backward) and which input drawer feeds it.
-
-Keyword names that other code may rename live in ``KEYWORDS`` below and nowhere
-else: the drawers look the actual name up in the function's signature
-(``inspect``), taking the first candidate it has.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-# argument -> the names it has had, newest first; drawers pick the one the signature has
-KEYWORDS = {
-    "dropout_p": ("p_drop", "p"),
-    "smoothing": ("smoothing", "label_smoothing"),
-}
 
 
 @dataclass(frozen=True)

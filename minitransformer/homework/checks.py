@@ -21,7 +21,6 @@ numerical check runs, there is nothing to compare against.
 from __future__ import annotations
 
 import importlib
-import inspect
 import json
 import sys
 import traceback
@@ -30,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..gradcheck import check_module, check_pair
-from .assignments import BY_ID, KEYWORDS
+from .assignments import BY_ID
 from .diagnose import Row, compare
 
 STUDENT = "minitransformer"
@@ -54,12 +53,6 @@ def resolve(package: str, spec: str):
     for part in qualname.split("."):
         obj = getattr(obj, part)
     return obj
-
-
-def keyword(fn, key: str) -> str:
-    """The name ``fn``'s signature uses for the argument KEYWORDS[key] (renames land there)."""
-    names = inspect.signature(fn).parameters
-    return next((n for n in KEYWORDS[key] if n in names), KEYWORDS[key][0])
 
 
 # ------------------------------------------------------------------------ input drawers
@@ -117,7 +110,7 @@ def draw_cross_entropy(rng, fn, options):
     n_kept = int((~ignored).sum())
     smoothing = [0.0, 0.1][int(rng.integers(0, 2))]
     return Case({"logits": 2 * rng.standard_normal((B, T, V)), "targets": targets},
-                {"ignore_index": -100, keyword(fn, "smoothing"): smoothing}, wrt=("logits",),
+                {"ignore_index": -100, "smoothing": smoothing}, wrt=("logits",),
                 factors={"N_kept/N": (n_kept / ignored.size, "averaged over the ignored targets too?"),
                          "N/N_kept": (ignored.size / n_kept, "")},
                 masked={"dlogits": np.broadcast_to(ignored[..., None], (B, T, V))})
@@ -132,7 +125,7 @@ def draw_embedding(rng, fn, options):
 def draw_dropout(rng, fn, options):
     x = rng.standard_normal(_shape_bct(rng))
     p = float(rng.uniform(0.1, 0.6))
-    return Case({"x": x}, {keyword(fn, "dropout_p"): p, "mask": rng.random(x.shape) >= p}, wrt=("x",),
+    return Case({"x": x}, {"p_drop": p, "mask": rng.random(x.shape) >= p}, wrt=("x",),
                 factors={"1/(1-p)": (1 / (1 - p), "the inverted scaling 1/(1-p) applied twice?"),
                          "1-p": (1 - p, "forgot the inverted scaling 1/(1-p)?")})
 
