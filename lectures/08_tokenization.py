@@ -1,0 +1,33 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+# ---
+
+# %% [markdown]
+# # Lecture 8: tokenization
+#
+# From text to ids: characters, byte-level BPE, WordPiece.
+
+# %%
+import matplotlib
+matplotlib.use("Agg")                    # figures go to files, never to a window
+import numpy as np
+from matplotlib.figure import Figure
+
+from _lecture import FAST, OUT    # fast-mode switch; where figures go (lectures/_lecture.py)
+np.set_printoptions(precision=4, suppress=True)
+
+# %%
+text = "the transformer reads tokens"
+ids = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+fig = Figure(figsize=(4, 2))
+fig.add_subplot().bar(np.arange(len(ids)), ids)
+fig.savefig(OUT / "tokenization_placeholder.png", dpi=100)
+
+# %%
+assert len(ids) == len(text)
+print("lecture 8: all claims check out")
