@@ -18,7 +18,7 @@ matplotlib.use("Agg")                    # figures go to files, never to a windo
 import numpy as np
 from matplotlib.figure import Figure
 
-from _lecture import FAST, OUT    # fast-mode switch; where figures go (lectures/_lecture.py)
+from _lecture import FAST, OUT, save_figure    # fast-mode switch; where figures go (lectures/_lecture.py)
 np.set_printoptions(precision=4, suppress=True)
 
 # %%
@@ -26,7 +26,7 @@ text = "the transformer reads tokens"
 ids = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
 fig = Figure(figsize=(4, 2))
 fig.add_subplot().bar(np.arange(len(ids)), ids)
-fig.savefig(OUT / "tokenization_placeholder.png", dpi=100)
+save_figure(fig, "tokenization_placeholder.png")
 
 # %%
 assert len(ids) == len(text)

@@ -20,7 +20,7 @@ matplotlib.use("Agg")                    # figures go to files, never to a windo
 import numpy as np
 from matplotlib.figure import Figure
 
-from _lecture import FAST, OUT    # fast-mode switch; where figures go (lectures/_lecture.py)
+from _lecture import FAST, OUT, save_figure    # fast-mode switch; where figures go (lectures/_lecture.py)
 np.set_printoptions(precision=4, suppress=True)
 
 # %% [markdown]
@@ -47,7 +47,7 @@ ax.set_xticks(np.arange(0, W_img + 1, p) - 0.5, labels=[])
 ax.set_yticks(np.arange(0, H_img + 1, p) - 0.5, labels=[])
 ax.grid(color="tab:red", linewidth=0.5)
 ax.set_title(f"{H_img}x{W_img} image, {p}x{p} patches: {N_patches} tokens")
-fig.savefig(OUT / "vit_patch_grid.png", dpi=100)
+save_figure(fig, "vit_patch_grid.png")
 
 # ---- section: vit (begin) ----
 # ---- section: vit (end) ----

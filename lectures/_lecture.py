@@ -1,11 +1,38 @@
-"""What every lecture shares: the fast-mode switch and the folder its figures go to.
+"""What every lecture shares: the fast-mode switch, the figure folder, and showing figures.
 
     FAST   MINITRANSFORMER_FAST=1: smaller models, fewer steps (the tests run this way)
     OUT    MINITRANSFORMER_LECTURE_OUT, else lectures/_out/ (git-ignored), created here
+
+    save_figure(fig, name)   writes OUT/name; opened as a notebook, also shows it inline
+    show_png(path)           shows a PNG a plotting function wrote (notebook only)
 """
 import os
+import sys
 from pathlib import Path
 
 FAST = os.environ.get("MINITRANSFORMER_FAST") == "1"
 OUT = Path(os.environ.get("MINITRANSFORMER_LECTURE_OUT", Path(__file__).parent / "_out"))
 OUT.mkdir(parents=True, exist_ok=True)
+
+
+def in_notebook() -> bool:
+    """True when an IPython kernel runs this code (Jupyter, nbconvert), False for a script."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return shell is not None and "IPKernelApp" in getattr(shell, "config", {})
+
+
+def show_png(path) -> Path:
+    """Show the PNG at ``path`` inline in a notebook; as a script the file is the figure."""
+    path = Path(path)
+    if in_notebook():
+        from IPython.display import Image, display
+        display(Image(filename=str(path)))
+    return path
+
+
+def save_figure(fig, name: str) -> Path:
+    """Write the matplotlib Figure ``fig`` to OUT/name (PNG, 100 dpi) and show it in a notebook."""
+    path = OUT / name
+    fig.savefig(path, dpi=100)
+    return show_png(path)
