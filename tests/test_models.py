@@ -20,7 +20,7 @@ variants = st.fixed_dictionaries({
     "norm": st.sampled_from(["layernorm", "rmsnorm"]),
     "norm_position": st.sampled_from(["pre", "post"]),
     "activation": st.sampled_from(["relu", "gelu", "gelu_tanh", "silu", "geglu", "swiglu"]),
-    "position": st.sampled_from(["learned", "sinusoidal", "rope", "alibi", "none"]),
+    "position": st.sampled_from(["learned", "sinusoidal", "rope", "alibi", "shaw", "t5", "none"]),
     "n_kv_head": st.sampled_from([None, 1, 2]),
 })
 # init_std 0.4, not the training default 0.02: with tiny weights the attention is

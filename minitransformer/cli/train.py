@@ -83,7 +83,7 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--d-model", type=_integer(1), default=128, help="model width d_model (default: 128)")
     p.add_argument("--lr", type=_real(0.0), default=1e-3, help="peak learning rate (default: 1e-3)")
     p.add_argument("--p-drop", type=_real(0.0, 1.0, low_open=False), default=0.0, help="dropout probability (default: 0)")
-    p.add_argument("--position", choices=("learned", "sinusoidal", "rope", "alibi", "none"), default=None,
+    p.add_argument("--position", choices=("learned", "sinusoidal", "rope", "alibi", "shaw", "t5", "none"), default=None,
                    help="position encoding (default: learned; seq2seq sinusoidal)")
     p.add_argument("--eval-interval", type=_integer(1), default=500, help="steps between evaluations (default: 500)")
     p.add_argument("--seed", type=_integer(0), default=0, help="seed of the weights and the batches (default: 0)")

@@ -45,14 +45,20 @@ class T5BiasCache(NamedTuple):
     n_head: int              # H, the columns of the table
 
 
-def _check_buckets(bidirectional, n_buckets, max_distance) -> tuple[int, int]:
-    """Checks, with messages naming the argument; returns (n_buckets, max_distance)."""
+def check_bucket_options(bidirectional, n_buckets, max_distance, *,
+                         names=("n_buckets", "max_distance")) -> tuple[int, int]:
+    """The bucket options, with messages naming them (``names``: a config may call them
+    relative_buckets, relative_max_distance); returns (n_buckets, max_distance).
+
+    At least one exact bucket per half (n_buckets >= 4 bidirectional, >= 2 causal), and
+    max_distance above the exact range (the log-spaced buckets divide by log(max_distance / max_exact)).
+    """
     if not isinstance(bidirectional, bool):
         raise TypeError(f"bidirectional: expected True or False, got {type(bidirectional).__name__} "
                         f"{bidirectional!r}")
-    n_buckets = check_int("n_buckets", n_buckets, low=4 if bidirectional else 2)
+    n_buckets = check_int(names[0], n_buckets, low=4 if bidirectional else 2)
     half = n_buckets // 2 if bidirectional else n_buckets
-    max_distance = check_int("max_distance", max_distance, low=half // 2 + 1)
+    max_distance = check_int(names[1], max_distance, low=half // 2 + 1)
     return n_buckets, max_distance
 
 
@@ -65,7 +71,7 @@ def relative_position_bucket(relative_position, bidirectional: bool = True, n_bu
     max_distance > the largest exact distance (n_buckets // 4 bidirectional, // 2 causal).
     Returns: integer array of the same shape, values in [0, n_buckets).
     """
-    n_buckets, max_distance = _check_buckets(bidirectional, n_buckets, max_distance)
+    n_buckets, max_distance = check_bucket_options(bidirectional, n_buckets, max_distance)
     if getattr(getattr(relative_position, "dtype", None), "kind", None) not in ("i", "u"):
         raise TypeError("relative_position: expected an integer array, got "
                         f"{getattr(relative_position, 'dtype', type(relative_position).__name__)}")

@@ -26,6 +26,15 @@ queries after the cached positions (RoPE angles, ALiBi distances, causal and
 window masks all use the offset ``cache.length``); cross-attention projects the
 memory on the first call only and reads it from the cache afterwards. A cached
 forward keeps no backward cache: it is for generation, not training.
+
+Relative positions (``relative="shaw"`` or ``"t5"``), learned in EACH layer:
+    "shaw"  rel_K, rel_V (2k+1, D), k = relative_clip: a^K_ij, a^V_ij = rel_K/V[clip(j - i, -k, k) + k]
+            inside the scores and the values (functional/shaw.py), shared by the heads;
+    "t5"    rel_bias (n_buckets, H): bias[h, i, j] = rel_bias[bucket(j - i), h] added to the
+            scores (functional/t5_bias.py); bidirectional buckets unless causal.
+T5 itself shares one bias table across the layers of a stack; here every layer has
+its own (as Shaw et al. do for theirs). With a KV cache, i counts from cache.length.
+Cross-attention has no relative positions.
 """
 from __future__ import annotations
 
@@ -42,11 +51,14 @@ from ..functional.attention import attention_backward, attention_forward
 from ..functional.heads import merge_heads, split_heads
 from ..functional.linear import linear_backward, linear_forward
 from ..functional.rope import LAYOUTS, rope_backward, rope_forward
+from ..functional.shaw import shaw_attention_backward, shaw_attention_forward
+from ..functional.t5_bias import check_bucket_options, t5_bias_backward, t5_bias_forward
 from ..validate import (check_bool, check_broadcastable, check_choice, check_dim, check_dtype_like,
                         check_float, check_int, check_ndim, check_number, check_same_shape)
 from .kv_cache import KVCache
 from .module import Module
 
+RELATIVE = (None, "shaw", "t5")   # relative position schemes inside attention
 _MEMO_SIZE = 8   # masks / ALiBi biases kept per layer, for the (T, S) shapes seen last
 
 
@@ -56,6 +68,7 @@ class MHACache(NamedTuple):
     rope: object             # RopeCache shared by q and k (same positions), or None
     attn: object             # AttentionCache, holds the probabilities P (B, H, T, S)
     out: object              # LinearCache of W_o
+    relative: object = None  # T5BiasCache of the relative bias (relative="t5"), else None
 
 
 class MultiHeadAttention(Module):
@@ -75,7 +88,8 @@ class MultiHeadAttention(Module):
                  causal: bool = False, cross: bool = False, rope: bool = False,
                  rope_layout: str = "interleaved", rope_base: float = 10000.0, alibi: bool = False,
                  window: int | None = None, rng=None, init_std: float | None = None,
-                 out_std: float | None = None, dtype=np.float32):
+                 out_std: float | None = None, dtype=np.float32, relative: str | None = None,
+                 relative_clip: int = 16, relative_buckets: int = 32, relative_max_distance: int = 128):
         super().__init__()
         C = check_int("d_model", d_model, low=1)
         H = check_int("n_head", n_head, low=1)
@@ -86,7 +100,10 @@ class MultiHeadAttention(Module):
         self.rope, self.rope_layout = rope, rope_layout
         self.rope_base = check_number("rope_base", rope_base, low=0.0, low_open=True)
         self.slopes = alibi_slopes(H) if alibi else None
-        self._init_params(C, H, G, bias, default_rng(rng), init_std, out_std, dtype)
+        rng = default_rng(rng)
+        self._init_params(C, H, G, bias, rng, init_std, out_std, dtype)
+        self._init_relative(relative, relative_clip, relative_buckets, relative_max_distance,
+                            rng, init_std, dtype)
         self._masks, self._biases = {}, {}     # (T, S) -> mask / ALiBi bias, built once
         self._decoding = False                 # True after a forward with a kv_cache
 
@@ -135,10 +152,13 @@ class MultiHeadAttention(Module):
             q, k, v, caches = self._project_self(x, kv_cache)
         mask = masks.combine_masks(self._time_mask(T, S, xp), padding)
         bias = self._alibi_bias(T, S, xp) if self.slopes is not None else None
-        o, attn = fast(attention_forward)(q, k, v, mask, bias)                     # (B, H, T, D)
+        if self.relative is not None:
+            o, attn, relative = self._relative_attention(q, k, v, mask)             # (B, H, T, D)
+        else:
+            (o, attn), relative = fast(attention_forward)(q, k, v, mask, bias), None  # (B, H, T, D)
         y, out = linear_forward(merge_heads(o), self.W_o, self.params.get("b_o"))  # (B, T, C)
         self._decoding = kv_cache is not None
-        self._save(None if self._decoding else MHACache(*caches, attn, out))
+        self._save(None if self._decoding else MHACache(*caches, attn, out, relative))
         return y
 
     def _project_self(self, x, kv_cache):
@@ -176,10 +196,13 @@ class MultiHeadAttention(Module):
             raise RuntimeError("MultiHeadAttention.backward() after a forward with a kv_cache: "
                                "incremental decoding keeps no backward cache; run forward "
                                "without kv_cache to train")
-        proj, proj_kv, rope, attn, out = self._pop_cache()
+        proj, proj_kv, rope, attn, out, relative = self._pop_cache()
         do, dW_o, db_o = linear_backward(dy, out)                            # (B, T, H·D)
         self._accumulate_pair("W_o", dW_o, "b_o", db_o)
-        dq, dk, dv = fast(attention_backward)(split_heads(do, self.head_dim), attn)[:3]  # ALiBi: no gradient
+        if self.relative is not None:
+            dq, dk, dv = self._relative_attention_backward(split_heads(do, self.head_dim), attn, relative)
+        else:
+            dq, dk, dv = fast(attention_backward)(split_heads(do, self.head_dim), attn)[:3]  # ALiBi: no gradient
         if self.cross:
             dx, dW_q, db_q = linear_backward(merge_heads(dq), proj)         # (B, T, C)
             self._accumulate_pair("W_q", dW_q, "b_q", db_q)
@@ -191,6 +214,47 @@ class MultiHeadAttention(Module):
         dx, dW_qkv, db_qkv = linear_backward(merge_heads(dq, dk, dv), proj)  # (B, T, C)
         self._accumulate_pair("W_qkv", dW_qkv, "b_qkv", db_qkv)
         return dx
+
+    # ------------------------------------------------------ relative positions
+    def _init_relative(self, relative, clip, n_buckets, max_distance, rng, init_std, dtype) -> None:
+        """Check the relative-position options; create rel_K, rel_V (Shaw) or rel_bias (T5)."""
+        check_choice("relative", relative, RELATIVE)
+        if relative is not None and (self.cross or self.rope or self.slopes is not None):
+            raise ValueError("relative: relative positions replace RoPE and ALiBi and need a shared time "
+                             f"axis; expected cross, rope and alibi off with relative={relative!r}, got "
+                             f"cross={self.cross}, rope={self.rope}, alibi={self.slopes is not None}")
+        self.relative = relative
+        init_std = 0.02 if init_std is None else check_number("init_std", init_std, low=0.0)
+        if relative == "shaw":
+            self.relative_clip = check_int("relative_clip", clip, low=0)
+            rows = 2 * self.relative_clip + 1                                    # distances -k .. k
+            self.add_param("rel_K", init.normal(rng, (rows, self.head_dim), init_std, dtype))
+            self.add_param("rel_V", init.normal(rng, (rows, self.head_dim), init_std, dtype))
+        elif relative == "t5":
+            n_buckets, self.relative_max_distance = check_bucket_options(
+                not self.causal, n_buckets, max_distance, names=("relative_buckets", "relative_max_distance"))
+            self.add_param("rel_bias", init.normal(rng, (n_buckets, self.n_head), init_std, dtype))
+
+    def _relative_attention(self, q, k, v, mask):
+        """(o (B, H, T, D), attention cache, T5BiasCache or None) with this layer's relative positions."""
+        if self.relative == "shaw":
+            o, attn = shaw_attention_forward(q, k, v, self.rel_K, self.rel_V, mask)       # (B, H, T, D)
+            return o, attn, None
+        T, S = q.shape[2], k.shape[2]
+        bias, relative = t5_bias_forward(self.rel_bias, T, S, not self.causal, self.relative_max_distance)
+        o, attn = fast(attention_forward)(q, k, v, mask, bias)                            # (B, H, T, D)
+        return o, attn, relative
+
+    def _relative_attention_backward(self, do, attn, relative):
+        """do (B, H, T, D) -> dq, dk, dv; accumulates the gradients of the relative tables."""
+        if self.relative == "shaw":
+            dq, dk, dv, drel_K, drel_V = shaw_attention_backward(do, attn)
+            self._accumulate("rel_K", drel_K)
+            self._accumulate("rel_V", drel_V)
+            return dq, dk, dv
+        dq, dk, dv, dbias = fast(attention_backward)(do, attn)               # dbias (H, T, S), summed over B
+        self._accumulate("rel_bias", t5_bias_backward(dbias, relative))
+        return dq, dk, dv
 
     def _accumulate_pair(self, W_name, dW, b_name, db) -> None:
         self._accumulate(W_name, dW)

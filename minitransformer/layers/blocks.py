@@ -43,6 +43,11 @@ class BlockSpec:
     window: int | None = None           # sliding-window attention width
     init_std: float = 0.02                   # init init_std of every weight
     out_std: float = 0.02               # init init_std of the projections that feed the residual
+    # relative positions inside self-attention (layers/attention.py): None | "shaw" | "t5"
+    relative: str | None = None
+    relative_clip: int = 16             # Shaw: distances clipped to [-k, k]
+    relative_buckets: int = 32          # T5: buckets of the bias table
+    relative_max_distance: int = 128    # T5: distances from here on share the last bucket
 
 
 def _residual(spec: BlockSpec, sublayer, dropout_rng, dtype) -> Residual:
@@ -55,7 +60,10 @@ def _attention(spec: BlockSpec, rng, dtype, *, causal: bool, cross: bool) -> Mul
                               causal=causal, cross=cross, rope=spec.rope and not cross,
                               rope_layout=spec.rope_layout, alibi=spec.alibi and not cross,
                               window=spec.window if causal else None, rng=rng, init_std=spec.init_std,
-                              out_std=spec.out_std, dtype=dtype)
+                              out_std=spec.out_std, dtype=dtype,
+                              relative=None if cross else spec.relative, relative_clip=spec.relative_clip,
+                              relative_buckets=spec.relative_buckets,
+                              relative_max_distance=spec.relative_max_distance)
 
 
 class EncoderBlock(Module):

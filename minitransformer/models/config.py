@@ -8,8 +8,10 @@ field, what was expected and what was given.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
+from typing import ClassVar
 
 from ..functional.rope import LAYOUTS as ROPE_LAYOUTS
+from ..functional.t5_bias import check_bucket_options
 from ..layers.activation import ACTIVATIONS
 from ..layers.blocks import BlockSpec
 from ..layers.norm import NORMS
@@ -22,7 +24,8 @@ def check_bool_field(name: str, value) -> None:
     """TypeError naming the field unless ``value`` is a bool (a string "False" is truthy)."""
     if not isinstance(value, bool):
         raise TypeError(f"{name}: expected True or False, got {type(value).__name__} {value!r}")
-POSITIONS = ("learned", "sinusoidal", "rope", "alibi", "none")
+POSITIONS = ("learned", "sinusoidal", "rope", "alibi", "shaw", "t5", "none")
+RELATIVE_POSITIONS = ("shaw", "t5")      # learned inside each self-attention layer
 
 
 @dataclass
@@ -39,12 +42,19 @@ class TransformerConfig:
     norm_position: str = "pre"         # "pre" (GPT-2) or "post" (original paper, BERT)
     eps: float = 1e-5                  # the norm's eps, inside the square root
     activation: str = "gelu_tanh"      # relu | gelu (exact, erf) | gelu_tanh | silu | geglu | swiglu
-    position: str = "learned"          # learned | sinusoidal | rope | alibi | none
+    position: str = "learned"          # learned | sinusoidal | rope | alibi | shaw | t5 | none
     rope_layout: str = "interleaved"   # RoPE pairs: "interleaved" (RoFormer) or "half" (NeoX)
     window: int | None = None          # causal sliding-window width (None = full); decoders only
     p_drop: float = 0.0                # probability of dropping, residual and embedding dropout
     bias: bool = True                  # biases in the linear layers
     init_std: float = 0.02             # N(0, init_std²) initialisation of the weights
+    # Relative positions (position="shaw" or "t5"), learned in every self-attention layer:
+    relative_clip: int = 16            # Shaw: k, distances clipped to [-k, k], tables of 2k+1 rows
+    relative_buckets: int = 32         # T5: buckets of the (buckets, n_head) bias table
+    relative_max_distance: int = 128   # T5: distances from here on share the last bucket
+
+    # T5's bucket rule for this family's self-attention: both ways (True) or causal (False)
+    bidirectional_attention: ClassVar[bool] = True
 
     def __post_init__(self):
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "d_model"):
@@ -69,6 +79,9 @@ class TransformerConfig:
         check_number("eps", self.eps, low=0.0, low_open=True, finite=True)
         check_number("init_std", self.init_std, low=0.0, finite=True)
         check_bool_field("bias", self.bias)
+        check_int("relative_clip", self.relative_clip, low=0)
+        check_bucket_options(self.bidirectional_attention, self.relative_buckets, self.relative_max_distance,
+                             names=("relative_buckets", "relative_max_distance"))
 
     @property
     def head_dim(self) -> int:
@@ -81,7 +94,10 @@ class TransformerConfig:
                          eps=self.eps, activation=self.activation, p_drop=self.p_drop,
                          bias=self.bias, rope=self.position == "rope", rope_layout=self.rope_layout,
                          alibi=self.position == "alibi", window=self.window,
-                         init_std=self.init_std, out_std=out_std)
+                         init_std=self.init_std, out_std=out_std,
+                         relative=self.position if self.position in RELATIVE_POSITIONS else None,
+                         relative_clip=self.relative_clip, relative_buckets=self.relative_buckets,
+                         relative_max_distance=self.relative_max_distance)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -99,6 +115,7 @@ class TransformerConfig:
 class GPTConfig(TransformerConfig):
     """Decoder-only language model (GPT-2 style by default)."""
     tie_weights: bool = True           # LM head shares the token embedding matrix
+    bidirectional_attention: ClassVar[bool] = False   # causal self-attention only
 
     def __post_init__(self):
         super().__post_init__()
