@@ -344,3 +344,15 @@ def test_errors_name_the_argument():
     with pytest.raises(ValueError, match="relative_max_distance"):
         Seq2SeqConfig(position="t5", relative_buckets=32, relative_max_distance=8)
     assert GPTConfig(position="t5", relative_buckets=3, relative_max_distance=2).relative_buckets == 3
+
+
+# --------------------------------------------------------------------- figure
+def test_relative_positions_figure_draws_the_index_and_the_buckets(tmp_path):
+    from minitransformer.plots.positions import relative_positions
+    _, data = relative_positions(T=6, clip=1, n_buckets=8, max_distance=5, path=tmp_path / "rel.png")
+    assert (tmp_path / "rel.png").stat().st_size > 0
+    d = data["distance"]
+    np.testing.assert_array_equal(data["shaw"], np.where(d > 0, 2, np.where(d < 0, 0, 1)))
+    assert np.all(data["t5_causal"][d > 0] == 0)               # the future: bucket 0
+    assert np.all(data["t5_bidirectional"][d > 0] >= 4)        # keys after the query: upper half
+    np.testing.assert_array_equal(np.diag(data["t5_bidirectional"], -1), 1)   # one back: exact bucket 1

@@ -198,6 +198,7 @@ FIGURES = (
     ("loss", "loss_curve.png", _loss),
     ("sinusoidal", "sinusoidal_encoding.png", _draw(positions.sinusoidal_encoding)),
     ("rope", "rope.png", _draw(positions.rope_figure, seeded=True)),
+    ("relative", "relative_positions.png", _draw(positions.relative_positions)),
     ("activations", "activations.png", _draw(activations.activation_curves)),
     ("gelu", "gelu_tanh_vs_exact.png", _draw(activations.gelu_difference)),
     ("causal", "causal_mask.png", _draw(masks.causal_table)),

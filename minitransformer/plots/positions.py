@@ -1,15 +1,20 @@
-"""Figures of position information: the sinusoidal table and RoPE.
+"""Figures of position information: the sinusoidal table, RoPE, relative positions.
 
     sinusoidal_encoding   PE as a heatmap (position × dimension) and a few columns over position
     rope_figure           the RoPE score of two fixed vectors against m - n, and one pair's rotation
+    relative_positions    the Shaw table row r_ij and the T5 bucket b_ij over (query i, key j)
 
-The arrays come from functional/sinusoidal.py and functional/rope.py.
+The arrays come from functional/sinusoidal.py, functional/rope.py, functional/shaw.py
+and functional/t5_bias.py.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..functional.masks import query_key_positions
 from ..functional.rope import rope_forward
+from ..functional.shaw import relative_index
+from ..functional.t5_bias import relative_position_bucket
 from ..functional.sinusoidal import sinusoidal_table
 from ..validate import check_int, check_number
 from ._common import heatmap, new_figure, save
@@ -123,3 +128,35 @@ def _rotated(v, n_positions: int, base: float):
     x = np.ascontiguousarray(np.broadcast_to(v, (1, 1, n_positions, v.shape[0])))  # (1, 1, P, D)
     y, _ = rope_forward(x, base=base)
     return y[0, 0]                                             # (P, D)
+
+
+def relative_positions(T: int = 40, clip: int = 4, n_buckets: int = 16, max_distance: int = 32, path=None):
+    """Which learned row each (query i, key j) reads, over T positions.
+
+    Left: Shaw et al. (2018), r_ij = clip(j - i, -k, k) + k: constant along diagonals, and
+    every distance beyond k reads the edge row (the flat corners).
+    Middle: T5's buckets, bidirectional (encoder): the exact small distances near the
+    diagonal, then log-spaced bands; keys after the query use the other half of the buckets.
+    Right: T5's causal buckets (decoder): every future key (j > i) reads bucket 0.
+
+    Inputs: T positions; clip k; n_buckets; max_distance; path or None.
+    Returns: fig, data {"shaw" (T, T) ints in [0, 2k], "t5_bidirectional", "t5_causal" (T, T)
+                        ints in [0, n_buckets), "distance" (T, T) = j - i}.
+    """
+    T = check_int("T", T, low=1)
+    clip = check_int("clip", clip, low=0)
+    i, j = query_key_positions(T)                             # (T, 1), (1, T)
+    distance = np.broadcast_to(j - i, (T, T))                  # (T, T) j - i
+    shaw = relative_index(T, T, clip)                          # (T, T)
+    both = relative_position_bucket(distance, True, n_buckets, max_distance)    # (T, T)
+    causal = relative_position_bucket(distance, False, n_buckets, max_distance)  # (T, T)
+    fig, axes = new_figure(18, 5.5, 1, 3)
+    panels = [(shaw, f"Shaw: row clip(j - i, -{clip}, {clip}) + {clip}", "table row", 2 * clip + 1),
+              (both, f"T5 buckets, bidirectional ({n_buckets}, max distance {max_distance})", "bucket",
+               n_buckets),
+              (causal, f"T5 buckets, causal ({n_buckets}, max distance {max_distance})", "bucket", n_buckets)]
+    for ax, (values, title, label, n) in zip(axes[0], panels):
+        heatmap(ax, values, title=title, xlabel="key position j", ylabel="query position i",
+                colorbar_label=label, cmap="viridis", vmin=-0.5, vmax=n - 0.5)
+    save(fig, path)
+    return fig, {"shaw": shaw, "t5_bidirectional": both, "t5_causal": causal, "distance": distance}
