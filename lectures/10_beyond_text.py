@@ -56,6 +56,87 @@ save_figure(fig, "vit_patch_grid.png")
 # ---- section: tabular (end) ----
 
 # ---- section: relative positions (begin) ----
+# %% [markdown]
+# ## Relative positions: Shaw's tables and T5's buckets
+#
+# Absolute positions tie a token to "I am number 37"; a model trained on 512
+# positions has never seen number 600. Relative schemes tell attention only how far
+# apart a query $i$ and a key $j$ are, so the same rule holds at any offset.
+#
+# **Shaw et al. (2018)** learn two tables of $2k+1$ rows, one row per clipped
+# distance, and add the row inside attention:
+#
+# $$r_{ij} = \operatorname{clip}(j - i, -k, k) + k, \qquad a^K_{ij} = A^K[r_{ij}], \quad a^V_{ij} = A^V[r_{ij}]$$
+# $$e_{ij} = \frac{q_i \cdot (k_j + a^K_{ij})}{\sqrt{D}}, \qquad P = \operatorname{softmax}(e + \text{mask}), \qquad
+#   o_i = \sum_j P_{ij}\,(v_j + a^V_{ij})$$
+#
+# Every distance beyond $k$ reads the edge row: precise distances matter nearby,
+# far away "far" is enough. The gradient of a table row is a scatter-add of every
+# $(i, j)$ that reads it (`functional/shaw.py`).
+#
+# **T5 (Raffel et al. 2020)** learns one scalar per head and per *bucket* of
+# distance, added to the scores like ALiBi's bias: $\text{bias}_{hij} = B[b(j - i), h]$.
+# With $n = i - j$, half the buckets are exact small distances and the rest are
+# log-spaced up to `max_distance`; the encoder gives keys after the query their own
+# half, the decoder (causal) sends every future key to bucket 0:
+#
+# $$b(n) = n \ \text{if}\ n < m, \qquad
+#   b(n) = \min\Big(m + \Big\lfloor \frac{\ln(n/m)}{\ln(\text{max\_distance}/m)}\,(h - m) \Big\rfloor,\ h - 1\Big)$$
+#
+# with $h$ the buckets of one half ($n_\text{buckets}/2$ bidirectional, all $n_\text{buckets}$ causal)
+# and $m = h/2$ exact ones (`functional/t5_bias.py`).
+# Both are `position="shaw"` / `"t5"` in every model config.
+
+# %%
+from minitransformer.functional.shaw import relative_index, shaw_attention_forward
+from minitransformer.functional.t5_bias import relative_position_bucket
+from minitransformer.plots.positions import relative_positions
+from _lecture import show_png
+
+rel_index = relative_index(5, 5, 2)          # T = 5, k = 2
+print("Shaw table row r_ij, T = 5, k = 2 (rows: query i, columns: key j):")
+print(rel_index)
+
+# T5, bidirectional, 32 buckets, max_distance 128: h = 16 per half, m = 8 exact.
+rel_distances = np.array([0, -1, -7, -8, -20, -100, -1000, 1, 20])    # j - i
+rel_buckets = relative_position_bucket(rel_distances, True, 32, 128)
+rel_causal = relative_position_bucket(rel_distances, False, 32, 128)
+for d, b, c in zip(rel_distances, rel_buckets, rel_causal):
+    print(f"j - i = {d:6d}:  bidirectional bucket {b:2d}   causal bucket {c:2d}")
+
+# %% [markdown]
+# A worked check of one bucket by hand: a key 20 positions back, bidirectional,
+# $n = 20 \ge m = 8$: $8 + \lfloor \ln(20/8) / \ln(128/8) \cdot 8 \rfloor = 8 + \lfloor 2.64 \rfloor = 10$.
+# The same key 20 positions *ahead* lands in the upper half: $16 + 10 = 26$.
+#
+# Shaw's scores see only the clipped distance: the same four tokens placed at
+# positions 0-3 or 3-6 of a longer sequence give the same score differences.
+
+# %%
+rel_rng = np.random.default_rng(0)
+rel_q, rel_k, rel_v = (rel_rng.standard_normal((1, 1, 4, 8)) for _ in range(3))
+rel_tables = rel_rng.standard_normal((5, 8)), rel_rng.standard_normal((5, 8))
+_, rel_alone = shaw_attention_forward(rel_q, rel_k, rel_v, *rel_tables)
+rel_place = lambda x: np.concatenate([rel_rng.standard_normal((1, 1, 3, 8)), x,  # noqa: E731
+                                      rel_rng.standard_normal((1, 1, 2, 8))], axis=2)
+_, rel_shifted = shaw_attention_forward(rel_place(rel_q), rel_place(rel_k), rel_place(rel_v), *rel_tables)
+rel_log_alone = np.log(rel_alone.probs[0, 0])                   # log P = e - logsumexp(e) per row
+rel_log_shifted = np.log(rel_shifted.probs[0, 0, 3:7, 3:7])
+rel_shift_error = np.abs((rel_log_alone - rel_log_alone[:, :1]) - (rel_log_shifted - rel_log_shifted[:, :1])).max()
+print(f"largest change of a score difference after the shift: {rel_shift_error:.1e}")
+
+fig_rel, rel_maps = relative_positions(T=40, clip=4, n_buckets=16, max_distance=32,
+                                       path=OUT / "relative_positions.png")
+show_png(OUT / "relative_positions.png")
+
+# %%
+assert (rel_index == np.array([[2, 3, 4, 4, 4], [1, 2, 3, 4, 4], [0, 1, 2, 3, 4],
+                               [0, 0, 1, 2, 3], [0, 0, 0, 1, 2]])).all()
+assert list(rel_buckets) == [0, 1, 7, 8, 10, 15, 15, 17, 26]       # by hand, as in the cell above
+assert list(rel_causal) == [0, 1, 7, 8, 17, 30, 31, 0, 0]           # m = 16 exact: 20 back -> 16 + 1
+assert (rel_causal[rel_distances > 0] == 0).all()                   # causal: the future is bucket 0
+assert rel_shift_error < 1e-12
+assert (rel_maps["t5_causal"][rel_maps["distance"] > 0] == 0).all()
 # ---- section: relative positions (end) ----
 
 # ---- section: position interpolation (begin) ----
