@@ -271,7 +271,7 @@ UFUNCS = ("add", "subtract", "multiply", "divide", "true_divide", "negative", "e
 FUNCTIONS = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like",
              "arange", "eye", "where", "take", "einsum", "moveaxis", "swapaxes", "argsort", "flatnonzero",
              "copyto", "vdot", "dot", "concatenate", "stack", "broadcast_to", "sum", "clip",
-             "ascontiguousarray", "tril", "triu", "cumsum", "argmax", "sort", "searchsorted")
+             "ascontiguousarray", "tril", "triu", "cumsum", "argmax", "sort", "searchsorted", "repeat")
 CONSTANTS = ("float16", "float32", "float64", "int32", "int64", "bool_", "inf", "pi", "newaxis", "e")
 ALLOWED = UFUNCS + FUNCTIONS + CONSTANTS + ("asarray", "random")
 

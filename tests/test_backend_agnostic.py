@@ -238,6 +238,8 @@ GPT_VARIANTS = [
     dict(norm="rmsnorm", activation="swiglu", position="rope", n_kv_head=1, window=3),
     dict(norm_position="post", activation="geglu", position="alibi", p_drop=0.2, tie_weights=False),
     dict(activation="relu", position="sinusoidal", p_drop=0.1),
+    dict(position="shaw", relative_clip=2, n_kv_head=1),
+    dict(position="t5", relative_buckets=6, relative_max_distance=4, window=3),
 ]
 
 

@@ -155,7 +155,8 @@ class MultiHeadAttention(Module):
         if self.relative is not None:
             o, attn, relative = self._relative_attention(q, k, v, mask)             # (B, H, T, D)
         else:
-            (o, attn), relative = fast(attention_forward)(q, k, v, mask, bias), None  # (B, H, T, D)
+            o, attn = fast(attention_forward)(q, k, v, mask, bias)                 # (B, H, T, D)
+            relative = None
         y, out = linear_forward(merge_heads(o), self.W_o, self.params.get("b_o"))  # (B, T, C)
         self._decoding = kv_cache is not None
         self._save(None if self._decoding else MHACache(*caches, attn, out, relative))
