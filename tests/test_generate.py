@@ -25,7 +25,7 @@ LOGIT_TOL = 1e-12
 # init_std 0.4: peaked distributions, so the strategies make different, meaningful choices.
 TINY = dict(vocab_size=11, block_size=10, n_layer=2, n_head=4, d_model=16, d_ff=24, init_std=0.4)
 decoder_variants = st.fixed_dictionaries({
-    "position": st.sampled_from(["learned", "sinusoidal", "rope", "alibi", "none"]),
+    "position": st.sampled_from(["learned", "sinusoidal", "rope", "alibi", "shaw", "t5", "none"]),
     "n_kv_head": st.sampled_from([None, 2, 1]),             # MHA, grouped-query, multi-query
     "window": st.sampled_from([None, 3]),
     "norm_position": st.sampled_from(["pre", "post"]),
@@ -72,7 +72,7 @@ def test_cached_and_uncached_generation_give_the_same_tokens(v, strategy, seed):
 
 
 @settings(max_examples=8)
-@given(position=st.sampled_from(["learned", "sinusoidal", "rope", "alibi"]),
+@given(position=st.sampled_from(["learned", "sinusoidal", "rope", "alibi", "shaw", "t5"]),
        n_kv_head=st.sampled_from([None, 2]), seed=seeds)
 def test_seq2seq_cached_equals_uncached(position, n_kv_head, seed):
     model = tiny_seq2seq(seed % 100, position=position, n_kv_head=n_kv_head)

@@ -23,6 +23,7 @@ def layer_checks(seed: int = 0, device: str = "cpu"):
     from ..functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
     from ..functional.attention import attention_backward, attention_forward
     from ..functional.masks import causal_mask
+    from ..functional.shaw import shaw_attention_backward, shaw_attention_forward
     from ..layers.activation import make_activation
     from ..layers.attention import MultiHeadAttention
     from ..layers.embedding import Embedding
@@ -36,8 +37,10 @@ def layer_checks(seed: int = 0, device: str = "cpu"):
     # Every input is drawn here, before any check runs, so a check sees the same
     # inputs whether it runs alone or after the others.
     targets, emb_ids, gpt_ids = rng.integers(0, 8, (2, 5)), rng.integers(0, 7, (2, 5)), rng.integers(0, 11, (2, 5))
+    tables = rng.standard_normal((5, 4)), rng.standard_normal((5, 4))  # Shaw's a^K, a^V rows, k = 2
     x, q, k, v, targets, emb_ids, gpt_ids, mask = (to_device(a, device) for a in
                                                    (x, q, k, v, targets, emb_ids, gpt_ids, causal_mask(5)))
+    table_K, table_V = (to_device(a, device) for a in tables)
     f64 = np.float64
     checks = [
         ("linear", lambda: check_module(Linear(8, 6, rng=seed).astype(f64).to(device), x, seed=seed)),
@@ -55,6 +58,14 @@ def layer_checks(seed: int = 0, device: str = "cpu"):
                                                   wrt=("q", "k", "v"), seed=seed)),
         ("multi-head attention", lambda: check_module(
             MultiHeadAttention(8, 2, causal=True, rng=seed).astype(f64).to(device), x, seed=seed)),
+        # h = 5e-5 as in tests/test_attention.py: a nearly saturated softmax row has tiny gradients
+        ("Shaw relative attention", lambda: check_pair(
+            shaw_attention_forward, shaw_attention_backward,
+            {"q": q, "k": k, "v": v, "table_K": table_K, "table_V": table_V, "mask": mask},
+            wrt=("q", "k", "v", "table_K", "table_V"), seed=seed, h=5e-5)),
+        ("attention + T5 bias", lambda: check_module(
+            MultiHeadAttention(8, 2, relative="t5", relative_buckets=8, relative_max_distance=4,
+                               rng=seed, init_std=0.4).astype(f64).to(device), x, seed=seed, h=5e-5)),
     ]
     for name in ("relu", "gelu", "gelu_tanh", "silu", "geglu", "swiglu"):
         checks.append((name, lambda name=name: check_module(make_activation(name).to(device), x, seed=seed)))
