@@ -54,7 +54,7 @@ import numpy
 from ..backend import get_xp
 from ..validate import check_dim, check_dtype_like, check_float, check_int, check_ndim
 from .attention import _check_inputs
-from .embedding import EmbeddingCache, embedding_backward, embedding_forward
+from .embedding import embedding_backward, embedding_forward
 from .masks import additive_mask, query_key_positions
 from .softmax import SoftmaxCache, softmax_backward, softmax_forward
 
