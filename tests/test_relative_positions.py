@@ -291,7 +291,7 @@ def test_every_family_gets_its_tables_and_keeps_float32(position):
               Encoder(EncoderConfig(**TINY, position=position)),
               Seq2Seq(Seq2SeqConfig(**TINY, position=position))]
     for model in models:
-        params = dict((n, p) for n, p, _ in model.parameters())
+        params = {n: p for n, p, _ in model.parameters()}
         relative = [n for n in params if n.rsplit(".", 1)[-1] in names]
         assert relative and not any("cross_attn" in n for n in relative)
         assert all(params[n].dtype == np.float32 for n in relative)

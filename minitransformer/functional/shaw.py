@@ -104,7 +104,7 @@ def shaw_attention_forward(q, k, v, table_K, table_V, mask=None):
     Returns: o (B, H, T, Dv), ShawCache (its ``probs`` field is P).
     """
     xp = get_xp(q, k, v, table_K, table_V)
-    B, H, T, D, n_kv_head, S = _check_inputs(q, k, v, mask, None)
+    _, H, T, D, n_kv_head, S = _check_inputs(q, k, v, mask, None)
     clip = _check_tables(table_K, table_V, D, v.shape[-1], q)
     r = relative_index(T, S, clip, xp=xp)                  # (T, S) rows of the tables
     a_K, lookup_K = embedding_forward(r, table_K)          # (T, S, D)
