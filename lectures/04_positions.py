@@ -223,7 +223,7 @@ axes = fig.subplots(1, 4)
 for h, ax in enumerate(axes):
     shown = np.where(hidden, np.nan, bias_show[h])        # the masked future left blank
     image = ax.imshow(shown, cmap="magma", vmin=bias_show.min(), vmax=0)
-    ax.set_title(f"head {h + 1}: slope 1/{round(1 / alibi_slopes(4)[h])}")
+    ax.set_title(f"head {h}: slope 1/{round(1 / alibi_slopes(4)[h])}")
     ax.set_xlabel("key j")
 axes[0].set_ylabel("query i")
 fig.colorbar(image, ax=axes, label="bias added to the score")
