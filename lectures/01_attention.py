@@ -34,7 +34,7 @@ from matplotlib.figure import Figure
 from minitransformer.functional.attention import attention_forward
 from minitransformer.functional.softmax import softmax_backward, softmax_forward
 
-from _lecture import FAST, OUT    # fast-mode switch; where figures go (lectures/_lecture.py)
+from _lecture import FAST, OUT, save_figure    # fast-mode switch; where figures go (lectures/_lecture.py)
 np.set_printoptions(precision=4, suppress=True)
 
 # %% [markdown]
@@ -90,7 +90,7 @@ ax = fig.subplots()
 ax.bar(colours, w3, color=["tab:red", "gold", "tab:green", "tab:blue"])
 ax.set_ylabel("attention weight")
 ax.set_title(f"Orange query (r = 3): blended value {value3:.1f} nm")
-fig.savefig(OUT / "01_colour_weights.png", dpi=100)
+save_figure(fig, "01_colour_weights.png")
 
 # %% [markdown]
 # ## 2. Vectors: keys, values and three queries
@@ -227,7 +227,7 @@ ax2.semilogx(dims, [saturation[d]["scaled"][1] for d in dims], "s--", label="gra
 ax2.set_xlabel("head dim D")
 ax2.set_title(f"Softmax over {T_keys} keys: saturation without the scale")
 ax2.legend(fontsize=8)
-fig.savefig(OUT / "01_scaling.png", dpi=100)
+save_figure(fig, "01_scaling.png")
 print("figures in", OUT)
 
 # %% [markdown]

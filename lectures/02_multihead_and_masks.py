@@ -35,7 +35,7 @@ from minitransformer.functional.masks import causal_mask, combine_masks, key_pad
 from minitransformer.gradcheck import check_module
 from minitransformer.layers import MultiHeadAttention
 
-from _lecture import FAST, OUT    # fast-mode switch; where figures go (lectures/_lecture.py)
+from _lecture import FAST, OUT, show_png    # fast-mode switch; where figures go (lectures/_lecture.py)
 np.set_printoptions(precision=3, suppress=True)
 
 # %% [markdown]
@@ -86,6 +86,7 @@ print("query \\ key".ljust(width + 4) + "".join(t.center(width) for t in tokens)
 for i, t in enumerate(tokens):
     print(t.ljust(width + 4) + "".join(("✓" if mask[i, j] else "✗").center(width) for j in range(T)))
 causal_table(tokens, path=OUT / "02_causal_table.png")
+show_png(OUT / "02_causal_table.png")
 
 causal = MultiHeadAttention(C, H, causal=True, rng=0, init_std=0.5).astype(np.float64)
 y_causal = causal.forward(x)
@@ -120,6 +121,7 @@ padding = key_padding_mask(lengths, S)                     # (B, 1, 1, S)
 print("key padding mask (B, S):\n", padding[:, 0, 0])
 print("padding AND causal for sequence 1:\n", combine_masks(causal_mask(S), padding)[1, 0])
 key_padding_figure(["I am a student", "you are"], path=OUT / "02_key_padding.png")
+show_png(OUT / "02_key_padding.png")
 
 xb = rng.standard_normal((2, S, C))                        # (B, S, C)
 real = padding[:, 0, 0]                                    # (B, S) True = real token
@@ -169,6 +171,7 @@ print("y", y_cross.shape, "| P", P_cross.shape, "| dx", dx.shape, "| dmemory", d
 print("sequence 1, head 0 (source positions 3, 4 are padding):\n", P_cross[1, 0])
 attention_map(P_cross[0, 0], tgt_tokens, src_tokens,
                     title="Cross-attention, head 0 (random weights): T × S", path=OUT / "02_cross_attention.png")
+show_png(OUT / "02_cross_attention.png")
 
 # %% [markdown]
 # The backward of cross-attention, checked against central differences in

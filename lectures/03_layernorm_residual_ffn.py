@@ -33,7 +33,7 @@ from minitransformer.functional.norm import layernorm_backward, layernorm_forwar
 from minitransformer.gradcheck import check_module, check_pair
 from minitransformer.layers import Dropout, FeedForward, LayerNorm, Residual
 
-from _lecture import FAST, OUT    # fast-mode switch; where figures go (lectures/_lecture.py)
+from _lecture import FAST, OUT, save_figure    # fast-mode switch; where figures go (lectures/_lecture.py)
 np.set_printoptions(precision=4, suppress=True)
 
 
@@ -214,7 +214,7 @@ ax.set_xlabel("number of blocks L")
 ax.set_ylabel("‖dx‖ / ‖dy‖ at the bottom")
 ax.set_title("Gradient reaching the first block")
 ax.legend()
-fig.savefig(OUT / "03_residual_gradient.png", dpi=100)
+save_figure(fig, "03_residual_gradient.png")
 
 # %% [markdown]
 # Without the skip, the gradient has to pass through every $F_l$: with the small

@@ -36,7 +36,7 @@ from minitransformer.functional.rope import rope_forward
 from minitransformer.functional.sinusoidal import sinusoidal_table
 from minitransformer.layers import LearnedPositionEmbedding, MultiHeadAttention
 
-from _lecture import FAST, OUT    # fast-mode switch; where figures go (lectures/_lecture.py)
+from _lecture import FAST, OUT, save_figure, show_png    # fast-mode switch; where figures go (lectures/_lecture.py)
 np.set_printoptions(precision=4, suppress=True)
 
 # %% [markdown]
@@ -134,6 +134,7 @@ shift_errors["sinusoidal_table"] = max(rotation_error(table, k) for k in (1, 3, 
 for name, err in shift_errors.items():
     print(f"{name:32s} shift-is-a-rotation error {err:.2e}")
 sinusoidal_encoding(path=OUT / "04_sinusoidal.png")
+show_png(OUT / "04_sinusoidal.png")
 
 # %% [markdown]
 # ## 2. Learned positions
@@ -191,6 +192,7 @@ print("score at (m, n) = (0, 0), (5, 5), (17, 17):", scores[0, 0], scores[5, 5],
 print("largest spread of the scores along any diagonal m - n = const:", spread_per_distance)
 print("norms are kept: max | |R(m) q| - |q| | =", np.abs(np.linalg.norm(Rq[0, 0], axis=-1) - np.linalg.norm(q)).max())
 rope_figure(path=OUT / "04_rope.png")
+show_png(OUT / "04_rope.png")
 
 # %% [markdown]
 # ## 4. ALiBi: a distance penalty on the scores
@@ -221,11 +223,11 @@ axes = fig.subplots(1, 4)
 for h, ax in enumerate(axes):
     shown = np.where(hidden, np.nan, bias_show[h])        # the masked future left blank
     image = ax.imshow(shown, cmap="magma", vmin=bias_show.min(), vmax=0)
-    ax.set_title(f"head {h + 1}: slope 1/{round(1 / alibi_slopes(4)[h])}")
+    ax.set_title(f"head {h}: slope 1/{round(1 / alibi_slopes(4)[h])}")
     ax.set_xlabel("key j")
 axes[0].set_ylabel("query i")
 fig.colorbar(image, ax=axes, label="bias added to the score")
-fig.savefig(OUT / "04_alibi.png", dpi=100)
+save_figure(fig, "04_alibi.png")
 print("figures in", OUT)
 
 # %% [markdown]

@@ -37,7 +37,7 @@ from minitransformer.optim import noam_schedule
 from minitransformer.training.tasks import SequenceTaskData
 from minitransformer.training.loop import TrainConfig, train
 
-from _lecture import FAST, OUT    # fast-mode switch; where figures go (lectures/_lecture.py)
+from _lecture import FAST, OUT, show_png    # fast-mode switch; where figures go (lectures/_lecture.py)
 np.set_printoptions(precision=4, suppress=True)
 
 NAMES = {PAD: "[PAD]", BOS: "[START]", EOS: "[END]"}          # the special tokens 0, 1, 2
@@ -108,6 +108,7 @@ loss_at_q = float(cross_entropy_forward(np.log(np.array([q_V])), np.array([0]), 
 print(f"with V = {V}: the smallest possible smoothed loss H(q) = {floor:.4f}; "
       f"the loss at p = q: {loss_at_q:.4f}")
 label_smoothing(V=8, smoothing=eps, path=OUT / "05_label_smoothing.png")
+show_png(OUT / "05_label_smoothing.png")
 
 # %% [markdown]
 # ## 3. Warmup
@@ -127,6 +128,7 @@ label_smoothing(V=8, smoothing=eps, path=OUT / "05_label_smoothing.png")
 noam = noam_schedule(d_model=512, warmup_steps=4000)
 print(f"lr(1000) = {noam(1000):.3e}, lr(4000) = {noam(4000):.3e} (peak), lr(16000) = {noam(16000):.3e}")
 lr_schedules(path=OUT / "05_lr_schedules.png")
+show_png(OUT / "05_lr_schedules.png")
 
 # %% [markdown]
 # ## 4. Training on the reverse task
@@ -151,6 +153,7 @@ print(f"training loss (smoothed, ε = {eps}): first 10 steps {losses[:10].mean()
       f"last 10 steps {losses[-10:].mean():.3f}; floor H(q) = {floor:.3f}")
 print(f"held-out loss (no smoothing): {result.final_val_loss:.3f}")
 loss_curve(result.history, result.evals, path=OUT / "05_loss.png")
+show_png(OUT / "05_loss.png")
 
 # %% [markdown]
 # ## 5. Greedy decoding, step by step

@@ -47,7 +47,7 @@ from minitransformer.training.tasks import LanguageModelTask
 from minitransformer.tokenizers import CharTokenizer
 from minitransformer.training.loop import TrainConfig, train
 
-from _lecture import FAST, OUT    # fast-mode switch; where figures go (lectures/_lecture.py)
+from _lecture import FAST, OUT, show_png    # fast-mode switch; where figures go (lectures/_lecture.py)
 np.set_printoptions(precision=4, suppress=True)
 
 # %% [markdown]
@@ -90,7 +90,9 @@ grid = np.linspace(-10, 10, 20001)
 tanh_error = np.abs(gelu_forward(grid)[0] - gelu_forward(grid, "tanh")[0])
 print(f"largest |GELU - GELU_tanh| on [-10, 10]: {tanh_error.max():.2e} at x = {grid[tanh_error.argmax()]:.2f}")
 activation_curves(path=OUT / "06_activations.png")
+show_png(OUT / "06_activations.png")
 gelu_difference(path=OUT / "06_gelu_difference.png")
+show_png(OUT / "06_gelu_difference.png")
 
 # %% [markdown]
 # The gated units take the two projections side by side, $h = [a \mid b]$ of width 2F,
@@ -171,6 +173,7 @@ for std in (0.02, 0.25):
         norms[std, position] = block_gradient_norms(model, ids, targets)      # (n_layer,)
         print(f"init std {std}, {position:4s}-norm: {np.round(norms[std, position], 3)}")
 prenorm_vs_postnorm(n_layer=n_layer, path=OUT / "06_prenorm_vs_postnorm.png")
+show_png(OUT / "06_prenorm_vs_postnorm.png")
 
 # %% [markdown]
 # What the numbers say. At GPT-2's init (std 0.02), pre-norm gives every block a
@@ -257,6 +260,7 @@ window = sliding_window_mask(T_win, w)                     # (T, T)
 for i in range(T_win):
     print(f"query {i}: " + " ".join("✓" if window[i, j] else "·" for j in range(T_win)))
 attention_patterns(path=OUT / "06_attention_patterns.png")
+show_png(OUT / "06_attention_patterns.png")
 
 config = GPTConfig(vocab_size=32, block_size=T_win, n_layer=2, n_head=2, d_model=16, window=w)
 windowed = GPT(config, rng=0, dtype=np.float64)

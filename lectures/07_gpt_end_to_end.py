@@ -40,7 +40,7 @@ from minitransformer.training.tasks import LanguageModelTask
 from minitransformer.tokenizers import CharTokenizer
 from minitransformer.training.loop import TrainConfig, train
 
-from _lecture import FAST, OUT    # fast-mode switch; where figures go (lectures/_lecture.py)
+from _lecture import FAST, OUT, show_png    # fast-mode switch; where figures go (lectures/_lecture.py)
 np.set_printoptions(precision=3, suppress=True)
 
 # %% [markdown]
@@ -140,6 +140,7 @@ losses = np.array([loss for _, loss in result.history])
 print(f"trained {steps} steps in {result.seconds:.1f} s: train loss {result.final_train_loss:.3f}, "
       f"validation loss {result.final_val_loss:.3f} (from {initial_loss:.3f})")
 loss_curve(result.history, result.evals, path=OUT / "07_loss.png")
+show_png(OUT / "07_loss.png")
 
 # %% [markdown]
 # ## 4. Sampling
@@ -192,7 +193,9 @@ for l, P_l in enumerate(P):
     print(f"layer {l}: each head's favourite key for the last character 't':",
           [repr(phrase[j]) + f"@{j}" for j in last.argmax(axis=-1)])
 attention_grid(model, phrase_ids, list(phrase), path=OUT / "07_attention_grid.png")
+show_png(OUT / "07_attention_grid.png")
 attention_map(P[-1][0, 0], list(phrase), title="Last layer, head 0", path=OUT / "07_attention_head.png")
+show_png(OUT / "07_attention_head.png")
 print("figures in", OUT)
 
 # %% [markdown]

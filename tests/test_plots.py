@@ -7,6 +7,8 @@ in exp/erf/sin), exact equality for boolean masks.
 """
 import argparse
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,7 +21,9 @@ from minitransformer.functional.linear import linear_backward, linear_forward
 from minitransformer.gradcheck import check_pair
 from minitransformer.models import GPT, GPTConfig
 from minitransformer.plots.activations import activation_curves, gelu_difference
+from minitransformer.plots.alibi import alibi_figure
 from minitransformer.plots.attention import attention_grid, attention_map, collect_attention
+from minitransformer.plots.gqa import gqa_figure, kv_head_of_query
 from minitransformer.plots.gradients import block_gradient_norms, gradcheck_errors, prenorm_vs_postnorm
 from minitransformer.plots.masks import attention_patterns, causal_table, key_padding_figure
 from minitransformer.plots.positions import rope_figure, sinusoidal_encoding
@@ -27,6 +31,7 @@ from minitransformer.plots.training import label_smoothing, loss_curve, lr_sched
 from minitransformer.plots.masks import dilated_window_mask, global_window_mask
 from strategies import normal_array
 
+ROOT = Path(__file__).resolve().parents[1]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 TINY = GPTConfig(vocab_size=13, block_size=8, n_layer=2, n_head=2, d_model=8)
 
@@ -123,6 +128,26 @@ def test_rope_rotation_turns_the_pair_by_m_theta():
     for m, (a, b) in enumerate(data["rotation"]):
         assert a == pytest.approx(math.cos(m * theta), abs=1e-12)
         assert b == pytest.approx(math.sin(m * theta), abs=1e-12)
+
+
+def test_alibi_figure_bias_is_minus_slope_times_distance(tmp_path):
+    _, data = alibi_figure(H=8, T=6, path=tmp_path / "alibi.png")
+    np.testing.assert_array_equal(data["slopes"], [1 / 2, 1 / 4, 1 / 8, 1 / 16, 1 / 32, 1 / 64, 1 / 128, 1 / 256])
+    for h in range(8):
+        for i in range(6):
+            for j in range(6):
+                assert data["bias"][h, i, j] == -data["slopes"][h] * (i - j)
+    np.testing.assert_array_equal(data["visible"], np.tril(np.ones((6, 6), dtype=bool)))
+    assert_png(tmp_path / "alibi.png")
+
+
+def test_alibi_figure_follows_the_paper_for_six_heads_and_checks_its_arguments():
+    _, data = alibi_figure(H=6, T=3)      # 4 slopes of 4 heads, then every other slope of 8 heads
+    np.testing.assert_array_equal(data["slopes"], [2 ** -2, 2 ** -4, 2 ** -6, 2 ** -8, 2 ** -1, 2 ** -3])
+    with pytest.raises(ValueError, match="H: expected an integer"):
+        alibi_figure(H=0)
+    with pytest.raises(TypeError, match="T: expected an integer"):
+        alibi_figure(T=2.5)
 
 
 # -------------------------------------------------------------- activation figures
@@ -296,6 +321,32 @@ def test_gradcheck_errors_report_every_tensor_and_flag_a_wrong_backward():
     assert data["rel_error"][4] == pytest.approx(0.5, rel=1e-6)        # |2g - g| / |2g|
 
 
+# ------------------------------------------------------------- grouped-query attention
+def test_gqa_figure_shares_kv_heads_by_blocks_and_measures_the_cache(tmp_path):
+    _, data = gqa_figure(n_head=8, variants=(("MHA", 8), ("GQA", 2), ("MQA", 1)), head_dim=16,
+                         path=tmp_path / "gqa.png")
+    np.testing.assert_array_equal(data["kv_of_query"], [[0, 1, 2, 3, 4, 5, 6, 7],
+                                                        [0, 0, 0, 0, 1, 1, 1, 1],
+                                                        [0, 0, 0, 0, 0, 0, 0, 0]])
+    # 2 (K and V) · G heads · D numbers · 4 bytes (float32) per token per layer
+    np.testing.assert_array_equal(data["cache_bytes"], [2 * 8 * 16 * 4, 2 * 2 * 16 * 4, 2 * 1 * 16 * 4])
+    assert data["names"] == ["MHA", "GQA", "MQA"]
+    assert_png(tmp_path / "gqa.png")
+
+
+@given(G=st.sampled_from([1, 2, 3, 6]))
+@settings(max_examples=4, deadline=None)
+def test_kv_head_of_query_is_h_over_group_size(G):
+    assert kv_head_of_query(6, G).tolist() == [h // (6 // G) for h in range(6)]
+
+
+def test_gqa_figure_rejects_a_kv_head_count_that_does_not_divide_the_heads():
+    with pytest.raises(ValueError, match="variants: expected .* G dividing n_head=8"):
+        gqa_figure(n_head=8, variants=(("GQA", 3),))
+    with pytest.raises(ValueError, match="n_kv_head: expected a divisor of n_head=4, got 3"):
+        kv_head_of_query(4, 3)
+
+
 # ----------------------------------------------------------------- files and command
 def test_a_figure_is_deterministic_byte_for_byte(tmp_path):
     rope_figure(seed=1, path=tmp_path / "a.png")
@@ -362,3 +413,56 @@ def test_figures_command_skips_a_figure_that_cannot_be_imported_and_says_so(tmp_
 def test_figures_command_rejects_a_bad_step_count(tmp_path, capsys):
     assert cli_figures.run_figures(_args(tmp_path, "--steps", "0")) == 2
     assert "--steps: expected an integer in [1, inf]" in capsys.readouterr().err
+
+
+def test_figures_command_defaults_to_a_folder_in_the_current_directory(tmp_path, capsys, monkeypatch):
+    tracked = (ROOT / "figures" / "causal_mask.png").read_bytes()
+    monkeypatch.chdir(tmp_path)
+    assert main(["figures", "--only", "causal"]) == 0
+    assert_png(tmp_path / "minitransformer_figures" / "causal_mask.png")
+    assert "1 figures written to minitransformer_figures" in capsys.readouterr().out
+    assert (ROOT / "figures" / "causal_mask.png").read_bytes() == tracked      # the repository's untouched
+
+
+def test_update_repo_figures_writes_the_repository_gallery_only_when_asked(tmp_path, capsys, monkeypatch):
+    repo = tmp_path / "repo"
+    (repo / "figures").mkdir(parents=True)
+    monkeypatch.setattr(cli_figures, "REPO_FIGURES", repo / "figures")
+    monkeypatch.chdir(tmp_path)
+    code = cli_figures.run_figures(_args_without_out("--update-repo-figures", "--only", "causal"))
+    assert code == 2 and "expected a source checkout" in capsys.readouterr().err
+    (repo / "pyproject.toml").write_text("")                                 # now it is a checkout
+    assert cli_figures.run_figures(_args_without_out("--update-repo-figures", "--only", "causal")) == 0
+    assert_png(repo / "figures" / "causal_mask.png")
+    assert not (tmp_path / "minitransformer_figures").exists()
+    code = cli_figures.run_figures(_args(tmp_path / "x", "--update-repo-figures", "--only", "causal"))
+    assert code == 2 and "expected no --out with it" in capsys.readouterr().err
+
+
+def _args_without_out(*argv):
+    parser = argparse.ArgumentParser()
+    cli_figures.add_figures_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+# ------------------------------------------------------------------------- the gallery
+def _gallery():
+    """The figures/*.png the README's gallery section shows."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Figure gallery", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"\(figures/([\w.-]+\.png)\)", section)
+
+
+def test_the_gallery_lists_every_figure_in_figures_and_nothing_else():
+    listed = _gallery()
+    on_disk = sorted(p.name for p in (ROOT / "figures").glob("*.png"))
+    assert len(listed) == len(set(listed)), "a figure is listed twice"
+    assert sorted(listed) == on_disk, (f"not in the gallery: {sorted(set(on_disk) - set(listed))}; "
+                                       f"listed but missing: {sorted(set(listed) - set(on_disk))}")
+
+
+def test_figures_holds_every_figure_the_command_draws():
+    on_disk = {p.name for p in (ROOT / "figures").glob("*.png")}
+    drawn = {filename for _, filename, _ in cli_figures.FIGURES}
+    drawn |= {"minilm_attention_maps.png", "minilm_attention_sink.png"}       # plots/pretrained.py
+    assert drawn <= on_disk, f"run `figures --update-repo-figures`: missing {sorted(drawn - on_disk)}"

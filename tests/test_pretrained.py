@@ -357,6 +357,28 @@ def test_figures_return_their_data_and_write_pngs(fake_dir, tmp_path):
     assert all(Path(p).stat().st_size > 0 for p in paths + [tmp_path / "maps.png", tmp_path / "sink.png"])
 
 
+
+def test_attention_map_labels_are_readable_and_numbered_from_0(fake_dir):
+    # readable at the PNG's own size: 8-point labels that do not overlap their neighbours
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    model, tok = from_pretrained(fake_dir)
+    fig, data = attention_maps(model, tok, "the cat sat on the mat . a dog ran on the mat !")
+    S = len(data["tokens"])
+    assert S == 16                                                          # the checkpoint's longest
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    grid = np.array(fig.axes[:-1]).reshape(2, 2)                            # (L, H), then the colorbar
+    for labels, axis in ((grid[1, 0].get_yticklabels(), 1), (grid[1, 1].get_xticklabels(), 0)):
+        assert [label.get_text() for label in labels] == data["tokens"]
+        assert min(label.get_fontsize() for label in labels) >= 8
+        boxes = sorted(tuple(box.intervaly if axis else box.intervalx) for box in
+                       (label.get_window_extent(renderer) for label in labels))
+        assert all(a[1] <= b[0] for a, b in zip(boxes, boxes[1:])), "tick labels overlap"
+    assert [ax.get_title() for ax in grid[0]] == ["head 0", "head 1"]
+    assert [ax.get_ylabel() for ax in grid[:, 0]] == ["layer 0", "layer 1"]
+    _, sink = attention_sink(model, tok, ["the cat sat"])
+    np.testing.assert_array_equal(sink["layer"], [0, 1])
+
 # ---- the real all-MiniLM-L6-v2 against the golden values ---------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -410,4 +432,4 @@ def test_minilm_similarity_and_attention_sink(minilm):
                            "The girl is carrying a baby."])
     assert E[0] @ E[1] > 0.6 > 0.1 > E[0] @ E[2]                # paraphrase vs unrelated
     _, sink = attention_sink(model, tok)
-    assert (sink["cls"][1:5] > 4 * sink["uniform"]).all()      # [CLS] is MiniLM's sink in layers 2-5
+    assert (sink["cls"][1:5] > 4 * sink["uniform"]).all()      # [CLS] is MiniLM's sink in layers 1-4

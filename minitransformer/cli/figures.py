@@ -1,9 +1,16 @@
-"""`python -m minitransformer figures`: regenerate the lecture figures (plots/).
+"""`python -m minitransformer figures`: draw the lecture figures (plots/).
 
-    figures                                   every figure into figures/ (about 15 s on 2 cores)
-    figures --out DIR --only rope masks       some of them (names: --help)
+    figures                                   every figure into ./minitransformer_figures/ (about 15 s on 2 cores)
+    figures --out DIR --only rope masks       some of them, into DIR (names: --help)
     figures --checkpoint runs/gpt/checkpoint.npz
                                               attention maps and loss curve of a trained GPT
+    figures --update-repo-figures             regenerate the repository's tracked figures/ (a source
+                                              checkout only; overwrites its PNGs)
+
+The figures go to --out, a folder of your choice (created if missing; default
+minitransformer_figures/ in the current directory). The repository's own gallery,
+figures/ next to the package, is written only when --update-repo-figures asks
+for it, never by default.
 
 The attention maps and the loss curve need a trained GPT: without --checkpoint a
 tiny one (2 blocks, 4 heads, d_model 64, context 32, character level) is trained
@@ -24,19 +31,26 @@ import argparse
 import os
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from ..plots import activations, gradients, masks, positions, training
+from ..plots import activations, alibi, gqa, gradients, masks, positions, training
 from ..validate import check_int
 
 TEXT = "The list is sorted in place."      # the sentence of the attention maps: 28 characters
 TINY_GPT = dict(block_size=32, n_layer=2, n_head=4, d_model=64)
 TINY_BATCH = 16
+DEFAULT_OUT = "minitransformer_figures"    # in the current directory
+REPO_FIGURES = Path(__file__).resolve().parents[2] / "figures"   # the repository's gallery
 
 
 def add_figures_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", default="figures", help="output folder (default: figures)")
+    p.add_argument("--out", default=None,
+                   help=f"output folder, created if missing (default: ./{DEFAULT_OUT}/)")
+    p.add_argument("--update-repo-figures", action="store_true",
+                   help=f"write into the repository's tracked figures/ ({REPO_FIGURES}), "
+                        "overwriting its PNGs; a source checkout only, not with --out")
     p.add_argument("--only", nargs="+", choices=[name for name, _, _ in FIGURES] + ["pretrained"], metavar="NAME",
                    help="draw only these figures: " + ", ".join(name for name, _, _ in FIGURES))
     p.add_argument("--checkpoint", default=None,
@@ -52,6 +66,7 @@ def run_figures(args) -> int:
     start = time.perf_counter()
     try:
         check_int("--steps", args.steps, low=1)
+        args.out = _out_dir(args)
         selected = [f for f in FIGURES if not args.only or f[0] in args.only]   # "pretrained": below
         source = _ModelSource(args)
         if args.checkpoint is not None and any(name in _NEEDS_MODEL for name, _, _ in selected):
@@ -78,6 +93,19 @@ def run_figures(args) -> int:
     print(f"{written} figures written to {args.out} in {time.perf_counter() - start:.1f} s"
           + (f"; {skipped} skipped" if skipped else ""))
     return 1 if skipped else 0
+
+
+def _out_dir(args) -> str:
+    """--out, or the repository's figures/ with --update-repo-figures, or the default folder."""
+    if not args.update_repo_figures:
+        return DEFAULT_OUT if args.out is None else args.out
+    if args.out is not None:
+        raise ValueError(f"--update-repo-figures writes into {REPO_FIGURES}: expected no --out with it, "
+                         f"got --out {args.out}")
+    if not (REPO_FIGURES.is_dir() and (REPO_FIGURES.parent / "pyproject.toml").is_file()):
+        raise ValueError(f"--update-repo-figures: expected a source checkout with {REPO_FIGURES}, "
+                         "got an installed package without one; use --out DIR")
+    return str(REPO_FIGURES)
 
 
 def _pretrained(out_dir) -> int:
@@ -204,6 +232,8 @@ FIGURES = (
     ("causal", "causal_mask.png", _draw(masks.causal_table)),
     ("padding", "key_padding_mask.png", _draw(masks.key_padding_figure)),
     ("patterns", "attention_patterns.png", _draw(masks.attention_patterns)),
+    ("alibi", "alibi_bias.png", _draw(alibi.alibi_figure)),
+    ("gqa", "gqa_heads.png", _draw(gqa.gqa_figure)),
     ("attention-head", "attention_head.png", _attention_head),
     ("attention-grid", "attention_grid.png", _attention_grid),
     ("schedules", "lr_schedules.png", _draw(training.lr_schedules)),

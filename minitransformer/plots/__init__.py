@@ -6,11 +6,16 @@ gelu_forward, a mask figure calls causal_mask.
 
     training.py      loss_curve, lr_schedules, label_smoothing
     positions.py     sinusoidal_encoding, rope_figure
+    alibi.py         alibi_figure
+    gqa.py           gqa_figure (MHA / GQA / MQA: head sharing, KV-cache size)
     activations.py   activation_curves, gelu_difference
     masks.py         causal_table, key_padding_figure, attention_patterns
     attention.py     attention_map, attention_grid
     gradients.py     prenorm_vs_postnorm, gradcheck_errors
     pretrained.py    the attention maps of a real pretrained model (all-MiniLM-L6-v2)
+
+Layers, blocks and heads are numbered from 0 in every figure, as model.blocks[l]
+and the head axis of the arrays are indexed.
 
 ``python -m minitransformer figures`` writes them all (cli/figures.py).
 """

@@ -11,11 +11,16 @@ given a ``path``.
 The "attention sink": many heads put most of their weight on one special token
 that carries little meaning of its own. Clark et al. (2019, "What does BERT look
 at?") found [SEP] playing that part in BERT-base; in all-MiniLM-L6-v2 it is
-[CLS], with about half of all attention in layers 2 to 5 against the 1/n that
+[CLS], with about half of all attention in layers 1 to 4 against the 1/n that
 uniform attention would give (and [SEP] below 1/n). Clark et al. read it as a
 "no-op": a head with nothing useful to read for a query parks its probability
 mass on a token whose value changes the output little. The second figure shows
 it as the average weight per layer.
+
+Layers and heads are numbered from 0, as in every figure of plots/ (layer l is
+model.blocks[l]). The token labels are TOKEN_FONT_SIZE points and each panel is
+tall and wide enough for one label per token without overlap, so the labels read
+at the PNG's own size.
 """
 from __future__ import annotations
 
@@ -36,6 +41,8 @@ SINK_SENTENCES = (
     "Can you tell me where the nearest train station is?",
     "Water boils at one hundred degrees Celsius at sea level.",
 )
+TOKEN_FONT_SIZE = 8           # points: readable at 120 dpi without zooming
+LABEL_PITCH = 1.35            # a label's height in the panel: TOKEN_FONT_SIZE · LABEL_PITCH points
 
 
 def attention_probabilities(model, ids, attention_mask=None) -> np.ndarray:
@@ -70,22 +77,29 @@ def attention_maps(model, tokenizer, sentence: str = FIGURE_SENTENCE, path=None)
     P = attention_probabilities(model, ids)[:, 0]                             # (L, H, S, S)
     tokens = [tokenizer.vocab[i] for i in ids[0].tolist()]
     L, H, S, _ = P.shape
-    fig = Figure(figsize=(1.25 * H + 1.5, 1.25 * L + 1.2), layout="constrained")
+    panel = panel_inches(S)
+    label_room = 0.075 * max(len(t) for t in tokens) + 0.4          # inches for the longest label
+    fig = Figure(figsize=(panel * H + label_room + 1.6, panel * L + label_room + 0.8), layout="constrained")
     axes = fig.subplots(L, H, squeeze=False)
     for layer in range(L):       # a grid of L·H panels to draw: one call each
         for head in range(H):
             ax = axes[layer, head]
             image = ax.imshow(P[layer, head], vmin=0.0, vmax=1.0, cmap="viridis")
-            ax.set_xticks(range(S), tokens if layer == L - 1 else [], rotation=90, fontsize=5)
-            ax.set_yticks(range(S), tokens if head == 0 else [], fontsize=5)
+            ax.set_xticks(range(S), tokens if layer == L - 1 else [], rotation=90, fontsize=TOKEN_FONT_SIZE)
+            ax.set_yticks(range(S), tokens if head == 0 else [], fontsize=TOKEN_FONT_SIZE)
             ax.tick_params(length=0)
             if layer == 0:
-                ax.set_title(f"head {head + 1}", fontsize=8)
-        axes[layer, 0].set_ylabel(f"layer {layer + 1}", fontsize=8)
+                ax.set_title(f"head {head}", fontsize=11)
+        axes[layer, 0].set_ylabel(f"layer {layer}", fontsize=11)
     fig.colorbar(image, ax=axes, shrink=0.5, label="attention probability")
     fig.suptitle(f"Attention of every head (rows: queries, columns: keys): {sentence!r}")
     _save(fig, path)
     return fig, {"tokens": tokens, "probs": P}
+
+
+def panel_inches(S: int) -> float:
+    """The side of one attention panel for S tokens: one TOKEN_FONT_SIZE label per row."""
+    return max(1.6, S * TOKEN_FONT_SIZE * LABEL_PITCH / 72)
 
 
 def attention_sink(model, tokenizer, sentences=SINK_SENTENCES, path=None):
@@ -93,7 +107,7 @@ def attention_sink(model, tokenizer, sentences=SINK_SENTENCES, path=None):
 
     Averaged over heads, real query tokens and sentences; "uniform" is what a head
     that spread its weight evenly over the real tokens would give (mean of 1/n).
-    Returns: (fig, data) with data = {"layer": (L,), "cls": (L,), "sep": (L,), "uniform": float}.
+    Returns: (fig, data) with data = {"layer": (L,) 0 .. L-1, "cls": (L,), "sep": (L,), "uniform": float}.
     """
     from matplotlib.figure import Figure
 
@@ -104,7 +118,7 @@ def attention_sink(model, tokenizer, sentences=SINK_SENTENCES, path=None):
     to_cls = P[..., 0].mean(axis=2)                                           # (L, N, S) mean over heads
     to_sep = np.take_along_axis(P, np.broadcast_to(sep, P.shape[:-1] + (1,)), axis=-1)[..., 0].mean(axis=2)
     m = mask.astype(P.dtype)                                                  # (N, S) real queries only
-    data = {"layer": np.arange(1, P.shape[0] + 1),
+    data = {"layer": np.arange(P.shape[0]),
             "cls": (to_cls * m).sum(axis=(1, 2)) / m.sum(),                   # (L,)
             "sep": (to_sep * m).sum(axis=(1, 2)) / m.sum(),                   # (L,)
             "uniform": float(np.mean(1.0 / n))}
@@ -113,7 +127,7 @@ def attention_sink(model, tokenizer, sentences=SINK_SENTENCES, path=None):
     ax.plot(data["layer"], data["cls"], "o-", label="to [CLS] (first token)")
     ax.plot(data["layer"], data["sep"], "s-", label="to [SEP] (last token)")
     ax.axhline(data["uniform"], color="gray", linestyle="--", label="uniform attention (1/n)")
-    ax.set(xlabel="layer", ylabel="average attention probability", xticks=data["layer"], ylim=(0, 1),
+    ax.set(xlabel="layer (0 = next to the embeddings)", ylabel="average attention probability", xticks=data["layer"], ylim=(0, 1),
            title=f"Attention sinks: {len(sentences)} sentences, mean over heads and queries")
     ax.legend()
     _save(fig, path)
