@@ -350,10 +350,10 @@ print(f"sequence 0 unchanged, the others replaced: LayerNorm output of sequence 
 fig = Figure(figsize=(11, 3.6), layout="constrained")
 panels = fig.subplots(1, 3)
 for ax, data, title in zip(panels, (x_norm, ln_out, bn_out),
-                           ("x: B·T tokens × C features", "LayerNorm: each ROW mean 0, var 1",
-                            "BatchNorm: each COLUMN mean 0, var 1")):
+                           ("x (B·T tokens × C features)", "LayerNorm: each ROW normalised",
+                            "BatchNorm: each COLUMN normalised")):
     image = ax.imshow(data.reshape(B_n * T_n, C_n), cmap="coolwarm", vmin=-3, vmax=3, aspect="auto")
-    ax.set(title=title, xlabel="feature c", ylabel="token (b, t)")
+    ax.set(title=title, xlabel="feature c", ylabel="token b·T + t")
 fig.colorbar(image, ax=panels, shrink=0.8)
 save_figure(fig, "03_layernorm_vs_batchnorm.png")
 
