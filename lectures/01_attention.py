@@ -231,6 +231,13 @@ fig.savefig(OUT / "01_scaling.png", dpi=100)
 print("figures in", OUT)
 
 # %% [markdown]
+# Scaled, the scores keep variance 1 whatever D: the largest weight and the
+# gradient that gets through stay the same from D = 4 to D = 1024. Unscaled, the
+# largest weight heads to 1 and the gradient to 0 as D grows. (Even unsaturated, a
+# softmax over 16 keys passes only a few per cent of $\lVert dy\rVert$: with weights near 1/16,
+# $dx = p \odot (dy - \textstyle\sum p\, dy)$ is about $\lVert dy\rVert/16$. What matters is the trend.)
+
+# %% [markdown]
 # ## 5. Deck erratum: divide by $\sqrt{d_k}$, not by $d_k$
 #
 # One of the course decks derives $\operatorname{Var}(q^\top k) = d_k$ correctly and then says
@@ -273,12 +280,6 @@ assert by_divisor["D (deck)", 1024][1] < 1.1 / T_keys                  # nearly 
 assert by_divisor["√D (paper)", 1024][1] > 2 / T_keys                  # the paper's keeps its contrast
 
 # %% [markdown]
-# Scaled, the scores keep variance 1 whatever D: the largest weight and the
-# gradient that gets through stay the same from D = 4 to D = 1024. Unscaled, the
-# largest weight heads to 1 and the gradient to 0 as D grows. (Even unsaturated, a
-# softmax over 16 keys passes only a few per cent of $\lVert dy\rVert$: with weights near 1/16,
-# $dx = p \odot (dy - \textstyle\sum p\, dy)$ is about $\lVert dy\rVert/16$. What matters is the trend.)
-#
 # ## What this lecture claimed, checked
 
 # %%
