@@ -464,4 +464,16 @@ answer_6 = None  # your answer
 
 # %%
 check("6", answer_6, bool(bn_shift > 0.1), hint="over which axis does BatchNorm take its statistics?")
+
+# %% [markdown]
+# **Question 7** (from the deck). Why are $\gamma$ and $\beta$ vectors in $\mathbb{R}^C$ rather
+# than two scalars? (a) so that each feature can get back its own scale and mean after
+# normalisation; (b) to make the backward cheaper; (c) so that LayerNorm works for any
+# batch size. A letter.
+
+# %%
+answer_7 = None  # your answer
+
+# %%
+check("7", answer_7, "a", hint="after normalising, every feature has mean 0 and variance 1: is that always wanted?")
 summary()
