@@ -330,7 +330,8 @@ print(f"W = 1, α = 0 equals greedy on {np.mean((beam1_out == greedy_out).all(1)
       f"W = 1, α = 1 on {np.mean((beam1_mean == greedy_out).all(1)):.0%}")
 print(f"{n_beam_rows} held-out sources: exact match greedy {exact(greedy_out):.1%}, beam (W = 4) {exact(beam_out):.1%}")
 print(f"mean score (α = 1): greedy {greedy_score.mean():.4f}, beam {beam_score.mean():.4f}; "
-      f"beam scores at least as high on {np.mean(beam_score >= greedy_score - 1e-6):.0%} of the rows")
+      f"beam scores at least as high on {np.mean(beam_score >= greedy_score - 1e-6):.0%} of the rows, "
+      f"higher on {np.mean(beam_score > greedy_score + 1e-6):.0%}")
 beam_trace = []
 beam_seq2seq(model, src_row, max_len=max_len, bos_id=BOS, eos_id=EOS, beam_size=3, trace=beam_trace)
 print("source:", show(src_row[0][:src_lengths[row]]))
