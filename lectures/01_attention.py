@@ -236,7 +236,50 @@ print("figures in", OUT)
 # largest weight heads to 1 and the gradient to 0 as D grows. (Even unsaturated, a
 # softmax over 16 keys passes only a few per cent of $\lVert dy\rVert$: with weights near 1/16,
 # $dx = p \odot (dy - \textstyle\sum p\, dy)$ is about $\lVert dy\rVert/16$. What matters is the trend.)
+
+# %% [markdown]
+# ## 5. Deck erratum: divide by $\sqrt{d_k}$, not by $d_k$
 #
+# One of the course decks derives $\operatorname{Var}(q^\top k) = d_k$ correctly and then says
+# "we divide by $d_k$". Dividing a quantity by $c$ divides its variance by $c^2$: to bring
+# a variance of $d_k$ down to 1 we divide by $\sqrt{d_k}$, as the paper's formula (and the
+# deck's own equation) does. Dividing by $d_k$ gives $\operatorname{Var}(q^\top k / d_k) = 1/d_k$: the
+# scores shrink towards 0 as $d_k$ grows and the softmax tends to the uniform $1/T$,
+# the opposite failure of saturation. Both, measured on the same random queries and keys:
+
+# %%
+from _lecture import save_figure
+
+erratum_rng = np.random.default_rng(5)
+by_divisor = {}
+for d in dims:
+    qd = erratum_rng.standard_normal((n, 1, d))
+    kd = erratum_rng.standard_normal((n, T_keys, d))
+    raw = (qd @ kd.swapaxes(-1, -2))[:, 0]                 # (n, T_keys) q·k
+    for name, divisor in (("√D (paper)", math.sqrt(d)), ("D (deck)", d)):
+        s_div = raw / divisor
+        by_divisor[name, d] = (s_div.var(), softmax_forward(s_div)[0].max(axis=-1).mean())
+    print(f"D = {d:5d}: Var(q·k/√D) = {by_divisor['√D (paper)', d][0]:.3f}, "
+          f"Var(q·k/D) = {by_divisor['D (deck)', d][0]:.5f} (1/D = {1 / d:.5f}) | largest weight "
+          f"{by_divisor['√D (paper)', d][1]:.3f} vs {by_divisor['D (deck)', d][1]:.3f} (uniform 1/{T_keys} = {1 / T_keys:.4f})")
+
+fig = Figure(figsize=(6, 3.5), layout="constrained")
+ax = fig.subplots()
+for name, style in (("√D (paper)", "o-"), ("D (deck)", "s--")):
+    ax.semilogx(dims, [by_divisor[name, d][1] for d in dims], style, label=f"scores divided by {name}")
+ax.axhline(1 / T_keys, color="gray", linestyle=":", label=f"uniform, 1/{T_keys}")
+ax.set(xlabel="head dim D", ylabel="mean largest attention weight",
+       title="Dividing by D flattens attention as D grows")
+ax.legend()
+save_figure(fig, "01_divide_by_d_erratum.png")
+for d in dims:
+    tol = 5 * math.sqrt((2 + 6 / d) / n)      # 5 standard errors, counting only the n independent queries
+    assert abs(by_divisor["√D (paper)", d][0] - 1) < tol
+    assert abs(by_divisor["D (deck)", d][0] * d - 1) < tol            # Var(q·k/D) = 1/D
+assert by_divisor["D (deck)", 1024][1] < 1.1 / T_keys                  # nearly uniform at D = 1024
+assert by_divisor["√D (paper)", 1024][1] > 2 / T_keys                  # the paper's keeps its contrast
+
+# %% [markdown]
 # ## What this lecture claimed, checked
 
 # %%
@@ -276,3 +319,67 @@ scaled_max = [saturation[d]["scaled"][0] for d in dims]
 scaled_grad = [saturation[d]["scaled"][1] for d in dims]
 assert max(scaled_max) - min(scaled_max) < 0.1 and max(scaled_grad) - min(scaled_grad) < 0.1
 print("lecture 1: all claims check out")
+
+# %% [markdown]
+# ## Quiz
+#
+# Write your answer in each `answer_N = None  # your answer` cell and run the check
+# below it: a wrong answer stops with a hint, an unanswered one says so
+# (`lectures/_quiz.py`; `MINITRANSFORMER_QUIZ_SOLUTIONS=1` fills in the solutions).
+
+# %%
+from _quiz import check, summary
+
+# %% [markdown]
+# **Question 1.** $q, k \in \mathbb{R}^{64}$ with independent entries of mean 0 and variance 1.
+# What is the variance of $q \cdot k$?
+
+# %%
+answer_1 = None  # your answer
+
+# %%
+check("1", answer_1, 64 * 1 * 1, hint="a sum of D independent products, each of variance E[q²] E[k²]")
+
+# %% [markdown]
+# **Question 2.** By what number must the scores be divided, for $D = 64$, to bring their
+# variance back to 1?
+
+# %%
+answer_2 = None  # your answer
+
+# %%
+check("2", answer_2, math.sqrt(64), hint="dividing by c divides the variance by c²")
+
+# %% [markdown]
+# **Question 3.** A query has scores $[2, 2, 0]$ against three keys (already scaled).
+# What attention weight does the first key get? (3 decimals are enough.)
+
+# %%
+answer_3 = None  # your answer
+
+# %%
+check("3", answer_3, math.exp(2) / (2 * math.exp(2) + math.exp(0)), abs_tol=5e-4,
+      hint="softmax: exp(s_j) / Σ exp(s_i)")
+
+# %% [markdown]
+# **Question 4.** Without the scaling, what happens to the softmax as $D$ grows?
+# (a) it becomes uniform; (b) it saturates: one key takes nearly all the weight and
+# little gradient gets through; (c) nothing changes. Answer with a letter.
+
+# %%
+answer_4 = None  # your answer
+
+# %%
+check("4", answer_4, "b" if saturation[dims[-1]]["unscaled"][0] > 0.5 else "a",
+      hint="look at the largest weight, unscaled, in section 4's figure")
+
+# %% [markdown]
+# **Question 5.** True or False: each output row of attention is a weighted average of
+# the value vectors, with weights that are non-negative and sum to 1.
+
+# %%
+answer_5 = None  # your answer
+
+# %%
+check("5", answer_5, True, hint="what are the rows of softmax(scores)?")
+summary()

@@ -219,3 +219,66 @@ assert dx.shape == x_dec.shape and dmemory.shape == memory.shape
 assert np.all(dmemory[1, 3:] == 0.0)                       # padded memory receives no gradient
 assert result.ok, str(result)
 print("lecture 2: all claims check out")
+
+# %% [markdown]
+# ## Quiz
+#
+# Write your answer in each `answer_N = None  # your answer` cell and run the check
+# below it: a wrong answer stops with a hint, an unanswered one says so
+# (`lectures/_quiz.py`; `MINITRANSFORMER_QUIZ_SOLUTIONS=1` fills in the solutions).
+
+# %%
+import math
+
+from _quiz import check, summary
+
+# %% [markdown]
+# **Question 1.** $d_{\text{model}} = 512$ split into 8 heads: what is the width of one head?
+
+# %%
+answer_1 = None  # your answer
+
+# %%
+check("1", answer_1, 512 // 8, hint="the heads are slices of one projection")
+
+# %% [markdown]
+# **Question 2.** With the causal mask on T = 4 tokens, how many (query, key) pairs may
+# attend (✓ in the table)?
+
+# %%
+answer_2 = None  # your answer
+
+# %%
+check("2", answer_2, sum(1 for i in range(4) for j in range(4) if j <= i),
+      hint="query i sees keys 0 .. i: count the lower triangle with its diagonal")
+
+# %% [markdown]
+# **Question 3.** Cross-attention from T = 5 decoder positions to S = 7 encoder positions:
+# what is the shape of one head's attention matrix? (A list [rows, columns].)
+
+# %%
+answer_3 = None  # your answer
+
+# %%
+check("3", answer_3, [5, 7], hint="one row per query, one column per key")
+
+# %% [markdown]
+# **Question 4.** How many parameters do $W_Q, W_K, W_V, W_O$ of multi-head attention
+# with $C = 512$ have, biases included? (The number of heads does not matter. Why?)
+
+# %%
+answer_4 = None  # your answer
+
+# %%
+check("4", answer_4, 4 * (512 * 512 + 512), hint="four C × C matrices and four biases of C")
+
+# %% [markdown]
+# **Question 5.** True or False: in cross-attention the queries come from the decoder,
+# the keys and values from the encoder's output.
+
+# %%
+answer_5 = None  # your answer
+
+# %%
+check("5", answer_5, True, hint="the decoder asks, the source answers")
+summary()

@@ -246,6 +246,124 @@ print(ffn_check)
 print("figures in", OUT)
 
 # %% [markdown]
+# ## 6. Dropout: drop, and scale what is kept
+#
+# During training, dropout sets each entry to 0 with probability $p$ and divides the
+# survivors by $1 - p$ ("inverted" dropout, `functional/dropout.py`):
+#
+# $$m_i \sim \text{Bernoulli}(1 - p), \qquad y = \frac{x \odot m}{1 - p}, \qquad
+#   E[y_i] = x_i \cdot \frac{(1-p)}{1 - p} = x_i .$$
+#
+# Because the expectation is kept in training, evaluation uses the network as it is:
+# dropout is the identity (`model.eval()`). Without the $1/(1-p)$ the next layer would
+# see inputs $1 - p$ times smaller in training than at test time, and the test-time
+# network would have to be rescaled instead (the 2014 paper's original recipe).
+# The backward is the same mask and scale: $dx = dy \odot m / (1 - p)$.
+
+# %%
+import math
+
+from minitransformer.functional.dropout import dropout_backward, dropout_forward
+
+from _lecture import save_figure
+
+p_drop = 0.1
+x_drop = np.linspace(-2.0, 2.0, 8)                          # (8,) one fixed input
+n_draws = 20000
+x_rows = np.tile(x_drop, (n_draws, 1))                      # (n_draws, 8) the same x, n_draws times
+draws, _ = dropout_forward(x_rows, p_drop, rng=np.random.default_rng(0))   # (n_draws, 8) a mask per row
+kept_share = float((draws != 0).mean())
+mean_y = draws.mean(axis=0)                                 # (8,) should be x
+mean_unscaled = (draws * (1 - p_drop)).mean(axis=0)         # x ⊙ m without the scale: (1 - p) x
+print(f"share kept {kept_share:.4f} (1 - p = {1 - p_drop}); kept entries are x / (1 - p) = x × {1 / (1 - p_drop):.4f}")
+print("x         ", x_drop)
+print("mean of y ", mean_y)
+print("unscaled  ", mean_unscaled, "= (1 - p) x")
+
+y_one, drop_cache = dropout_forward(x_drop, p_drop, rng=np.random.default_rng(0))
+dy_drop = np.random.default_rng(1).standard_normal(8)
+dx_drop = dropout_backward(dy_drop, drop_cache)
+drop_layer = Dropout(p_drop, rng=0)
+drop_layer.eval()
+y_eval = drop_layer.forward(x_drop)
+drop_layer.train()
+y_train = drop_layer.forward(x_drop)
+drop_layer.backward(np.ones_like(y_train))
+print("eval mode:", "the identity" if y_eval is x_drop else "not the identity",
+      "| training mode zeroes", int((y_train == 0).sum()), "of 8 entries this time")
+
+se = np.abs(x_drop) * math.sqrt(p_drop / (1 - p_drop)) / math.sqrt(n_draws)   # std of a mean of n_draws
+assert abs(kept_share - (1 - p_drop)) < 5 * math.sqrt(p_drop * (1 - p_drop) / draws.size)
+assert np.all(np.abs(mean_y - x_drop) <= 5 * se + 1e-12)                      # E[y] = x
+assert np.all(np.isclose(draws, 0) | np.isclose(draws, x_drop / (1 - p_drop), rtol=1e-12))
+assert np.allclose(dx_drop, dy_drop * (y_one != 0) / (1 - p_drop), rtol=1e-12)  # same mask, same scale
+assert y_eval is x_drop                                                        # eval: the identity, no copy
+
+# %% [markdown]
+# ## 7. LayerNorm vs BatchNorm: which axis?
+#
+# Both subtract a mean and divide by a standard deviation; they differ in WHAT they
+# average over. On a batch $x$ of shape (B, T, C):
+#
+# * **LayerNorm** normalises each token on its own, over its $C$ features:
+#   statistics of shape (B, T, 1). Every row (a token) gets mean 0, variance 1.
+# * **BatchNorm** (Ioffe & Szegedy 2015, from CNNs) normalises each feature over the
+#   batch, here the $B \cdot T$ tokens: statistics of shape (1, 1, C). Every column
+#   (a feature) gets mean 0, variance 1.
+#
+# This package has no BatchNorm, so we write it by hand (training-mode statistics,
+# no running averages, $\gamma = 1$, $\beta = 0$) and check it against LayerNorm of the
+# TRANSPOSED matrix: normalising columns is normalising the rows of $x^\top$.
+# Then the consequence for sequence models: a token's BatchNorm output depends on the
+# other sequences in the batch (and on padding), its LayerNorm output does not.
+
+# %%
+B_n, T_n, C_n = 4, 5, 6
+x_norm = 1.0 + 2.0 * np.random.default_rng(7).standard_normal((B_n, T_n, C_n))   # (B, T, C)
+
+
+def batchnorm_by_hand(x, eps=1e-5):
+    """BatchNorm over every axis but the last: each feature normalised over the B·T tokens."""
+    mu = x.mean(axis=(0, 1), keepdims=True)                  # (1, 1, C)
+    var = ((x - mu) ** 2).mean(axis=(0, 1), keepdims=True)   # (1, 1, C) biased variance
+    return (x - mu) / np.sqrt(var + eps)                     # (B, T, C)
+
+
+ln_out, _ = layernorm_forward(x_norm, np.ones(C_n), np.zeros(C_n), 1e-5)         # (B, T, C)
+bn_out = batchnorm_by_hand(x_norm)                                                # (B, T, C)
+columns_as_rows = x_norm.reshape(B_n * T_n, C_n).T                               # (C, B·T)
+bn_via_ln = layernorm_forward(columns_as_rows, np.ones(B_n * T_n), np.zeros(B_n * T_n), 1e-5)[0]
+bn_via_ln = bn_via_ln.T.reshape(B_n, T_n, C_n)
+print("BatchNorm by hand vs LayerNorm of the transposed matrix:", np.abs(bn_out - bn_via_ln).max())
+print("LayerNorm: per-token means", ln_out.mean(axis=-1).ravel()[:4], "... per-feature means", ln_out.mean(axis=(0, 1)))
+print("BatchNorm: per-token means", bn_out.mean(axis=-1).ravel()[:4], "... per-feature means", bn_out.mean(axis=(0, 1)))
+
+other_batch = x_norm.copy()
+other_batch[1:] = 10.0 * np.random.default_rng(8).standard_normal((B_n - 1, T_n, C_n))   # other sequences
+ln_again, _ = layernorm_forward(other_batch, np.ones(C_n), np.zeros(C_n), 1e-5)
+bn_again = batchnorm_by_hand(other_batch)
+ln_shift = np.abs(ln_again[0] - ln_out[0]).max()
+bn_shift = np.abs(bn_again[0] - bn_out[0]).max()
+print(f"sequence 0 unchanged, the others replaced: LayerNorm output of sequence 0 moves {ln_shift:.1e}, "
+      f"BatchNorm's {bn_shift:.2f}")
+
+fig = Figure(figsize=(11, 3.6), layout="constrained")
+panels = fig.subplots(1, 3)
+for ax, data, title in zip(panels, (x_norm, ln_out, bn_out),
+                           ("x (B·T tokens × C features)", "LayerNorm: each ROW normalised",
+                            "BatchNorm: each COLUMN normalised")):
+    image = ax.imshow(data.reshape(B_n * T_n, C_n), cmap="coolwarm", vmin=-3, vmax=3, aspect="auto")
+    ax.set(title=title, xlabel="feature c", ylabel="token b·T + t")
+fig.colorbar(image, ax=panels, shrink=0.8)
+save_figure(fig, "03_layernorm_vs_batchnorm.png")
+
+assert np.allclose(bn_out, bn_via_ln, rtol=0, atol=1e-12)
+assert np.allclose(ln_out.mean(axis=-1), 0, atol=1e-12) and np.allclose(bn_out.mean(axis=(0, 1)), 0, atol=1e-12)
+assert np.allclose(ln_out.var(axis=-1), 1, atol=1e-4) and np.allclose(bn_out.var(axis=(0, 1)), 1, atol=1e-4)
+assert np.abs(bn_out.mean(axis=-1)).max() > 0.1            # BatchNorm does not centre each token
+assert ln_shift < 1e-12 and bn_shift > 0.1                  # only BatchNorm depends on the rest of the batch
+
+# %% [markdown]
 # ## What this lecture claimed, checked
 
 # %%
@@ -277,3 +395,85 @@ assert np.allclose(out_all, out_each, rtol=0, atol=1e-12)
 assert np.allclose(out_perm, out_all[:, perm], rtol=0, atol=1e-12)
 assert ffn_check.ok, str(ffn_check)
 print("lecture 3: all claims check out")
+
+# %% [markdown]
+# ## Quiz
+#
+# Write your answer in each `answer_N = None  # your answer` cell and run the check
+# below it: a wrong answer stops with a hint, an unanswered one says so
+# (`lectures/_quiz.py`; `MINITRANSFORMER_QUIZ_SOLUTIONS=1` fills in the solutions).
+
+# %%
+from _quiz import check, summary
+
+# %% [markdown]
+# **Question 1.** LayerNorm on a (B, T, C) tensor: over which axis are the mean and
+# variance taken? Answer with the axis index (0, 1 or 2).
+
+# %%
+answer_1 = None  # your answer
+
+# %%
+check("1", answer_1, x.ndim - 1, hint="each token is normalised on its own, over its features")
+
+# %% [markdown]
+# **Question 2.** How many trainable parameters has a LayerNorm over $C = 512$ features?
+
+# %%
+answer_2 = None  # your answer
+
+# %%
+check("2", answer_2, 2 * 512, hint="a scale γ and a shift β per feature")
+
+# %% [markdown]
+# **Question 3.** The FFN of the 2017 paper maps $d = 512 \to 4d \to d$ with biases.
+# How many parameters does it have?
+
+# %%
+answer_3 = None  # your answer
+
+# %%
+check("3", answer_3, 512 * 2048 + 2048 + 2048 * 512 + 512, hint="W1 is d × 4d, W2 is 4d × d; plus b1 (4d) and b2 (d)")
+
+# %% [markdown]
+# **Question 4.** Inverted dropout with $p = 0.2$: in training, by what factor is a kept
+# entry multiplied?
+
+# %%
+answer_4 = None  # your answer
+
+# %%
+check("4", answer_4, 1 / (1 - 0.2), hint="the expectation E[y] = x must be kept", rel_tol=1e-3)
+
+# %% [markdown]
+# **Question 5.** A residual block computes $y = x + F(x)$. If $\partial F / \partial x = 0$,
+# what is $\partial y / \partial x$ (a number)?
+
+# %%
+answer_5 = None  # your answer
+
+# %%
+check("5", answer_5, 1, hint="differentiate the skip path x")
+
+# %% [markdown]
+# **Question 6.** True or False: a token's BatchNorm output depends on the other
+# sequences in the batch.
+
+# %%
+answer_6 = None  # your answer
+
+# %%
+check("6", answer_6, bool(bn_shift > 0.1), hint="over which axis does BatchNorm take its statistics?")
+
+# %% [markdown]
+# **Question 7** (from the deck). Why are $\gamma$ and $\beta$ vectors in $\mathbb{R}^C$ rather
+# than two scalars? (a) so that each feature can get back its own scale and mean after
+# normalisation; (b) to make the backward cheaper; (c) so that LayerNorm works for any
+# batch size. A letter.
+
+# %%
+answer_7 = None  # your answer
+
+# %%
+check("7", answer_7, "a", hint="after normalising, every feature has mean 0 and variance 1: is that always wanted?")
+summary()

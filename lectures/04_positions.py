@@ -267,3 +267,65 @@ assert slopes6 == [2.0 ** -2, 2.0 ** -4, 2.0 ** -6, 2.0 ** -8, 2.0 ** -1, 2.0 **
 i_minus_j = np.array([[0, -1, -2, -3], [1, 0, -1, -2], [2, 1, 0, -1], [3, 2, 1, 0]])
 assert np.array_equal(bias[0], -i_minus_j / 16) and np.array_equal(bias[1], -i_minus_j / 256)
 print("lecture 4: all claims check out")
+
+# %% [markdown]
+# ## Quiz
+#
+# Write your answer in each `answer_N = None  # your answer` cell and run the check
+# below it: a wrong answer stops with a hint, an unanswered one says so
+# (`lectures/_quiz.py`; `MINITRANSFORMER_QUIZ_SOLUTIONS=1` fills in the solutions).
+
+# %%
+import math
+
+from _quiz import check, summary
+
+# %% [markdown]
+# **Question 1.** In the paper's sinusoidal encoding with $d = 4$, what is the frequency
+# $\omega_1$ of the second pair of columns (pair index $i = 1$)?
+
+# %%
+answer_1 = None  # your answer
+
+# %%
+check("1", answer_1, 10000 ** (-2 * 1 / 4), hint="ω_i = 10000^(-2i/d), i the index of the PAIR")
+
+# %% [markdown]
+# **Question 2.** With RoPE, the score between a query at position m and a key at
+# position n depends on: (a) m and n separately; (b) m − n only; (c) m + n. A letter.
+
+# %%
+answer_2 = None  # your answer
+
+# %%
+check("2", answer_2, "b" if spread_per_distance < 1e-9 else "a", hint="R(m)ᵀ R(n) = R(n − m)")
+
+# %% [markdown]
+# **Question 3.** ALiBi with H = 8 heads: what is the slope of the first head?
+
+# %%
+answer_3 = None  # your answer
+
+# %%
+check("3", answer_3, 2 ** (-8 * 1 / 8), hint="m_h = 2^(-8h/H), h = 1 .. H")
+
+# %% [markdown]
+# **Question 4.** ALiBi head with slope 1/4: what bias is added to the score of query
+# i = 5 for key j = 2?
+
+# %%
+answer_4 = None  # your answer
+
+# %%
+check("4", answer_4, -(1 / 4) * (5 - 2), hint="−m · (i − j): farther keys count less")
+
+# %% [markdown]
+# **Question 5.** True or False: a model with learned positions and `max_len = 512` can
+# read a sequence of 600 tokens.
+
+# %%
+answer_5 = None  # your answer
+
+# %%
+check("5", answer_5, False, hint="is there a row in the table for position 599?")
+summary()

@@ -216,6 +216,139 @@ print("teacher-forced pass vs prefix by prefix, max difference:", np.abs(full_pa
 print("figures in", OUT)
 
 # %% [markdown]
+# ## 6. Deck erratum: the warmup formula
+#
+# One of the course decks writes the schedule as
+# $\text{lr} = \sqrt{1/d}\cdot\min\!\left(\sqrt{1/d},\ i\cdot\text{warmup}^{-1.5}\right)$.
+# That is garbled: the first argument of the min must be $i^{-0.5}$ (the step), not
+# $d^{-0.5}$. With $\sqrt{1/d}$ the schedule rises linearly until
+# $i = \sqrt{1/d}\cdot\text{warmup}^{1.5}$ (11,180 steps for $d = 512$, warmup 4000), then stays
+# flat for ever: no decay at all, and a plateau $1/d$ that is $\sqrt{\text{warmup}/d} \approx 2.8$ times the
+# paper's peak $(d\cdot\text{warmup})^{-1/2}$.
+# Both, side by side:
+
+# %%
+from matplotlib.figure import Figure
+
+from _lecture import save_figure
+
+
+def deck_noam(i, d=512, warmup=4000):
+    """The deck's formula, as written: sqrt(1/d) * min(sqrt(1/d), i * warmup^-1.5)."""
+    return math.sqrt(1 / d) * min(math.sqrt(1 / d), i * warmup ** -1.5)
+
+
+lr_steps = np.arange(1, 40001, 100)
+paper_lr = np.array([noam(int(i)) for i in lr_steps])
+deck_lr = np.array([deck_noam(int(i)) for i in lr_steps])
+deck_corner = math.sqrt(1 / 512) * 4000 ** 1.5              # where i · warmup^-1.5 reaches sqrt(1/d)
+print(f"paper: peak {paper_lr.max():.2e} at step 4000, lr(40000) = {noam(40000):.2e}")
+print(f"deck:  flat at {deck_noam(40000):.2e} = 1/d from step {deck_corner:,.0f} on; "
+      f"lr(20000) = {deck_noam(20000):.2e}, lr(40000) = {deck_noam(40000):.2e}")
+fig = Figure(figsize=(6, 3.5), layout="constrained")
+ax = fig.subplots()
+ax.plot(lr_steps, paper_lr, label=r"paper: $d^{-0.5}\min(i^{-0.5}, i\,w^{-1.5})$")
+ax.plot(lr_steps, deck_lr, "--", label=r"deck: $d^{-0.5}\min(d^{-0.5}, i\,w^{-1.5})$")
+ax.set(xlabel="step i", ylabel="learning rate", title="The warmup schedule: paper vs the deck's formula")
+ax.legend()
+save_figure(fig, "05_noam_erratum.png")
+assert abs(noam(4000) - (512 * 4000) ** -0.5) < 1e-15 and noam(40000) < noam(4000)   # the paper's decays
+assert deck_noam(20000) == deck_noam(40000) and math.isclose(deck_noam(40000), 1 / 512)                               # the deck's never does
+assert abs(deck_noam(2000) - noam(2000)) < 1e-15                                      # same linear rise
+assert math.isclose(deck_noam(40000) / noam(4000), math.sqrt(4000 / 512))
+
+# %% [markdown]
+# ## 7. Beam search
+#
+# Greedy decoding commits to the single most probable token at every step; a token
+# that looks second best now may lead to a much better sequence. **Beam search** keeps
+# the $W$ best prefixes ("beams") instead of one. At every step each beam is extended
+# by every token; of the $W \cdot V$ extensions the $W$ with the highest
+# $\sum_t \log p(y_t \mid y_{<t}, x)$ survive. A beam that emits [END] is set aside as a
+# finished hypothesis. At the end, hypotheses are compared by
+#
+# $$\text{score}(y) = \frac{1}{|y|^{\alpha}} \sum_{t=1}^{|y|} \log p(y_t \mid y_{<t}, x),$$
+#
+# $|y|$ counting [END]. Every log-probability is negative, so the raw sum ($\alpha = 0$)
+# prefers SHORT outputs; $\alpha = 1$ compares the mean log-probability per token.
+# A worked example: $y_1$ has 3 tokens and $\sum \log p = -2.0$, $y_2$ has 6 tokens and $-2.6$.
+
+# %%
+from minitransformer.functional.softmax import log_softmax_forward
+from minitransformer.generation.generate import beam_seq2seq
+
+
+def length_penalised(sum_logp, length, alpha):
+    return sum_logp / length ** alpha
+
+
+for alpha in (0.0, 0.5, 1.0):
+    s1, s2 = length_penalised(-2.0, 3, alpha), length_penalised(-2.6, 6, alpha)
+    print(f"α = {alpha}: score(y1) = {s1:.3f}, score(y2) = {s2:.3f} -> {'y1' if s1 > s2 else 'y2'} wins")
+
+# %% [markdown]
+# On the trained reverse model: beam search of width 4 against greedy decoding on the
+# held-out set. We recompute each output's score independently, by one teacher-forced
+# pass of the decoder over [START] + output, and summing the log-probabilities of the
+# output's tokens up to and including [END]. A beam of width 1 with $\alpha = 0$ is greedy
+# decoding: the [END] that greedy takes is set aside as finished, and the live beam can
+# only lose log-probability after it. With $\alpha = 1$ it is not: the live beam goes on
+# past that [END], and a longer output with a better MEAN log-probability can win.
+#
+# What to expect: after the full run the model is so sure of each token (the task is
+# easy) that beam and greedy give the same outputs; with fast mode's barely trained
+# model, the beam finds outputs of higher score than greedy on most rows. Beam search
+# pays off where the next-token distribution is spread over several good choices.
+
+# %%
+def sequence_score(src_rows, outputs, alpha=1.0):
+    """Σ log p(y_t | y_<t, x) / |y|^α of each output row, by a teacher-forced decoder pass."""
+    model.eval()
+    tgt_in = np.concatenate([np.full((len(outputs), 1), BOS), outputs[:, :-1]], axis=1)   # (N, n)
+    logp = log_softmax_forward(model.forward(src_rows, tgt_in).astype(np.float64))[0]      # (N, n, V)
+    model.train()
+    model.release_caches()
+    picked = np.take_along_axis(logp, outputs[..., None], axis=-1)[..., 0]                # (N, n)
+    length = (outputs == EOS).argmax(axis=1) + 1                                          # (N,) through [END]
+    counted = np.arange(outputs.shape[1]) < length[:, None]                               # (N, n)
+    return (picked * counted).sum(axis=1) / length ** alpha
+
+
+n_beam_rows = 40 if FAST else 200
+beam_src = src[:n_beam_rows]
+max_len = config.block_size - 1
+greedy_out = greedy_seq2seq(model, beam_src, max_len=max_len, bos_id=BOS, eos_id=EOS)          # (N, 9)
+beam_out = beam_seq2seq(model, beam_src, max_len=max_len, bos_id=BOS, eos_id=EOS, beam_size=4)  # (N, 9)
+beam1_out = beam_seq2seq(model, beam_src, max_len=max_len, bos_id=BOS, eos_id=EOS, beam_size=1, length_penalty=0.0)
+beam1_mean = beam_seq2seq(model, beam_src, max_len=max_len, bos_id=BOS, eos_id=EOS, beam_size=1, length_penalty=1.0)
+greedy_score, beam_score = sequence_score(beam_src, greedy_out), sequence_score(beam_src, beam_out)
+
+
+def exact(outputs):
+    return float(np.mean([np.array_equal(outputs[i, :L], beam_src[i, :L][::-1]) and outputs[i, L] == EOS
+                          for i, L in enumerate(src_lengths[:n_beam_rows])]))
+
+
+print(f"W = 1, α = 0 equals greedy on {np.mean((beam1_out == greedy_out).all(1)):.0%} of the rows; "
+      f"W = 1, α = 1 on {np.mean((beam1_mean == greedy_out).all(1)):.0%}")
+print(f"{n_beam_rows} held-out sources: exact match greedy {exact(greedy_out):.1%}, beam (W = 4) {exact(beam_out):.1%}")
+print(f"mean score (α = 1): greedy {greedy_score.mean():.4f}, beam {beam_score.mean():.4f}; "
+      f"beam scores at least as high on {np.mean(beam_score >= greedy_score - 1e-6):.0%} of the rows, "
+      f"higher on {np.mean(beam_score > greedy_score + 1e-6):.0%}")
+beam_trace = []
+beam_seq2seq(model, src_row, max_len=max_len, bos_id=BOS, eos_id=EOS, beam_size=3, trace=beam_trace)
+print("source:", show(src_row[0][:src_lengths[row]]))
+for t, step in enumerate(beam_trace[:4]):
+    print(f"step {t}: live beams (Σ log p) " + " | ".join(
+        f"{show([tok])} from beam {parent} ({score:.3f})"
+        for tok, parent, score in zip(step.tokens, step.parents, step.scores)))
+
+assert np.array_equal(beam1_out, greedy_out)                         # W = 1, α = 0 is greedy decoding
+assert np.all(np.isfinite(beam_score)) and np.all(beam_score <= 0)
+assert np.mean(beam_score >= greedy_score - 1e-6) >= 0.9
+assert all(np.all(np.diff(step.scores) <= 1e-12) for step in beam_trace)   # beams kept best first
+
+# %% [markdown]
 # ## What this lecture claimed, checked
 
 # %%
@@ -250,3 +383,67 @@ assert [s.tokens[0] for s in trace] == decoded[1:]
 # Teacher forcing computes the same logits as decoding prefix by prefix (float32 rounding).
 assert np.allclose(full_pass, one_by_one, rtol=1e-4, atol=1e-5)
 print("lecture 5: all claims check out")
+
+# %% [markdown]
+# ## Quiz
+#
+# Write your answer in each `answer_N = None  # your answer` cell and run the check
+# below it: a wrong answer stops with a hint, an unanswered one says so
+# (`lectures/_quiz.py`; `MINITRANSFORMER_QUIZ_SOLUTIONS=1` fills in the solutions).
+
+# %%
+from _quiz import check, summary
+
+# %% [markdown]
+# **Question 1.** The target is "a b c". What does the decoder have to predict,
+# `tgt_out`? (A list of strings; write the end token as "[END]".)
+
+# %%
+answer_1 = None  # your answer
+
+# %%
+check("1", answer_1, ["a", "b", "c"] + ["[END]"], hint="tgt_out[t] = tgt_in[t + 1], and tgt_in starts with [START]")
+
+# %% [markdown]
+# **Question 2.** With label smoothing $\varepsilon = 0.1$ and $V = 13$ classes, what
+# probability does the smoothed target $q$ give the correct class?
+
+# %%
+answer_2 = None  # your answer
+
+# %%
+check("2", answer_2, (1 - 0.1) + 0.1 / 13, hint="q = (1 - ε) onehot(y) + ε / V", rel_tol=1e-3)
+
+# %% [markdown]
+# **Question 3.** The paper's schedule with $d_{\text{model}} = 512$ and 4000 warmup steps:
+# what is the largest learning rate it reaches?
+
+# %%
+answer_3 = None  # your answer
+
+# %%
+check("3", answer_3, 512 ** -0.5 * min(4000 ** -0.5, 4000 * 4000 ** -1.5), rel_tol=1e-2,
+      hint="the two terms of the min meet at step = warmup")
+
+# %% [markdown]
+# **Question 4.** Beam search ends with two hypotheses: $y_1$ of 4 tokens with
+# $\sum\log p = -2.4$ and $y_2$ of 8 tokens with $\sum\log p = -3.2$. Which one wins with
+# length penalty $\alpha = 1$: "y1" or "y2"?
+
+# %%
+answer_4 = None  # your answer
+
+# %%
+check("4", answer_4, "y1" if length_penalised(-2.4, 4, 1.0) > length_penalised(-3.2, 8, 1.0) else "y2",
+      hint="divide each sum by its length: the mean log-probability per token")
+
+# %% [markdown]
+# **Question 5.** True or False: in training, with teacher forcing, the decoder runs
+# one forward pass per target position.
+
+# %%
+answer_5 = None  # your answer
+
+# %%
+check("5", answer_5, False, hint="the causal mask lets one pass make every position's prediction from the true prefix")
+summary()

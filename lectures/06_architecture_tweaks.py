@@ -355,3 +355,65 @@ assert np.all(moved[:reach + 1] > 0) and np.all(moved[reach + 1:] == 0)
 assert untied.num_parameters() - tied.num_parameters() == 32 * 16
 assert np.allclose(tied.embed.tok.grads["W"], sum_of_paths, rtol=0, atol=1e-12)
 print("lecture 6: all claims check out")
+
+# %% [markdown]
+# ## Quiz
+#
+# Write your answer in each `answer_N = None  # your answer` cell and run the check
+# below it: a wrong answer stops with a hint, an unanswered one says so
+# (`lectures/_quiz.py`; `MINITRANSFORMER_QUIZ_SOLUTIONS=1` fills in the solutions).
+
+# %%
+import math
+
+from _quiz import check, summary
+
+# %% [markdown]
+# **Question 1.** Grouped-query attention with 32 query heads and 8 key/value heads:
+# what fraction of multi-head attention's KV cache does it need?
+
+# %%
+answer_1 = None  # your answer
+
+# %%
+check("1", answer_1, 8 / 32, hint="the cache holds keys and values per KV head")
+
+# %% [markdown]
+# **Question 2.** What does RMSNorm leave out of LayerNorm? (a) the division by a
+# scale; (b) subtracting the mean (and the shift β); (c) the gain γ. A letter.
+
+# %%
+answer_2 = None  # your answer
+
+# %%
+check("2", answer_2, "b", hint="RMS(x) = √(mean(x²)): no μ anywhere")
+
+# %% [markdown]
+# **Question 3.** A causal sliding window of width w = 3 over T = 6 tokens: how many keys
+# does the LAST query see?
+
+# %%
+answer_3 = None  # your answer
+
+# %%
+check("3", answer_3, min(3, 6), hint="itself and the w − 1 tokens before it")
+
+# %% [markdown]
+# **Question 4.** GPT-2 small has $V = 50257$ and $C = 768$. How many parameters does
+# tying the output matrix to the token embeddings save?
+
+# %%
+answer_4 = None  # your answer
+
+# %%
+check("4", answer_4, 50257 * 768, hint="the output projection is a C × V matrix")
+
+# %% [markdown]
+# **Question 5.** The 2017 paper puts the LayerNorm after the residual addition: "pre" or "post"?
+
+# %%
+answer_5 = None  # your answer
+
+# %%
+check("5", answer_5, "post", hint="x ← LN(x + F(x))")
+summary()

@@ -234,3 +234,69 @@ for P_l in P:
     assert np.allclose(P_l.sum(axis=-1), 1.0, atol=1e-5)
     assert np.all(P_l[..., future] == 0.0)
 print("lecture 7: all claims check out")
+
+# %% [markdown]
+# ## Quiz
+#
+# Write your answer in each `answer_N = None  # your answer` cell and run the check
+# below it: a wrong answer stops with a hint, an unanswered one says so
+# (`lectures/_quiz.py`; `MINITRANSFORMER_QUIZ_SOLUTIONS=1` fills in the solutions).
+
+# %%
+import math
+
+from _quiz import check, summary
+
+# %% [markdown]
+# **Question 1.** A character-level model over $V = 65$ characters, untrained: what loss
+# do you expect (2 decimals)?
+
+# %%
+answer_1 = None  # your answer
+
+# %%
+check("1", answer_1, math.log(65), abs_tol=0.01, hint="the cross-entropy of the uniform guess")
+
+# %% [markdown]
+# **Question 2.** How many parameters does one GPT block of width $C = 128$ have (two
+# LayerNorms, attention with biases, the FFN $C \to 4C \to C$)?
+
+# %%
+answer_2 = None  # your answer
+
+# %%
+C_q = 128
+check("2", answer_2, 2 * 2 * C_q + (3 * C_q * C_q + 3 * C_q) + (C_q * C_q + C_q) + (4 * C_q * C_q + 4 * C_q)
+      + (4 * C_q * C_q + C_q), hint="12 C² + 13 C")
+
+# %% [markdown]
+# **Question 3.** The KV cache of a model with L = 4 layers and width C = 128, for one
+# sequence of T = 64 tokens: how many numbers does it hold?
+
+# %%
+answer_3 = None  # your answer
+
+# %%
+check("3", answer_3, 2 * 4 * 64 * 128, hint="a key AND a value of width C, per layer and per position")
+
+# %% [markdown]
+# **Question 4.** Sampling with temperature τ → 0 becomes: (a) uniform sampling;
+# (b) greedy decoding; (c) top-p sampling. A letter.
+
+# %%
+answer_4 = None  # your answer
+
+# %%
+check("4", answer_4, "b", hint="softmax(logits / τ) as τ shrinks")
+
+# %% [markdown]
+# **Question 5.** True or False: with the causal mask, the attention weight of query i on
+# a key j > i is exactly 0.
+
+# %%
+answer_5 = None  # your answer
+
+# %%
+check("5", answer_5, bool(all(np.all(P_l[..., future] == 0.0) for P_l in P)),
+      hint="the masked scores are −∞ before the softmax")
+summary()

@@ -149,6 +149,87 @@ assert (rel_maps["t5_causal"][rel_maps["distance"] > 0] == 0).all()
 # ---- section: sparse patterns (end) ----
 
 # ---- section: quiz (begin) ----
+
+# %% [markdown]
+# ## Quiz
+#
+# Write your answer in each `answer_N = None  # your answer` cell and run the check
+# below it: a wrong answer stops with a hint, an unanswered one says so
+# (`lectures/_quiz.py`; `MINITRANSFORMER_QUIZ_SOLUTIONS=1` fills in the solutions).
+
+# %%
+from _quiz import check, summary
+
+# %% [markdown]
+# **Question 1.** A Vision Transformer cuts a 224 × 224 image into 16 × 16 patches. How
+# many patch tokens does it read?
+
+# %%
+answer_1 = None  # your answer
+
+# %%
+check("1", answer_1, (224 // 16) * (224 // 16), hint="(H / p) · (W / p)")
+
+# %% [markdown]
+# **Question 2.** And if every PIXEL were a token instead, how long would the sequence be?
+
+# %%
+answer_2 = None  # your answer
+
+# %%
+check("2", answer_2, 224 * 224, hint="one token per pixel: about 50k, too long for full attention")
+
+# %% [markdown]
+# **Question 3.** How many numbers does one flattened 16 × 16 RGB patch hold?
+
+# %%
+answer_3 = None  # your answer
+
+# %%
+check("3", answer_3, 16 * 16 * 3, hint="p · p pixels, 3 colour channels each")
+
+# %% [markdown]
+# **Question 4.** A feature tokenizer for tables turns a row with three numerical and two
+# categorical features, plus a [CLS] token, into how many tokens?
+
+# %%
+answer_4 = None  # your answer
+
+# %%
+check("4", answer_4, 3 + 2 + 1, hint="one token per feature, numerical or categorical, and one [CLS]")
+
+# %% [markdown]
+# **Question 5.** Position interpolation (the "SuperHOT" patch `theta = p * 0.25`): a
+# model trained on 2048 positions is run on longer inputs with every position scaled by
+# 0.25. Up to what length do the scaled positions stay within the trained range?
+
+# %%
+answer_5 = None  # your answer
+
+# %%
+check("5", answer_5, int(2048 / 0.25), hint="scaled position p · 0.25 must stay below 2048")
+
+# %% [markdown]
+# **Question 6.** Full attention over T = 4096 tokens costs how many times the score
+# computations of T = 1024?
+
+# %%
+answer_6 = None  # your answer
+
+# %%
+check("6", answer_6, (4096 / 1024) ** 2, hint="T² scores")
+
+# %% [markdown]
+# **Question 7.** In Llama-2's attention maps (the survey deck), beyond the first two
+# layers most heads attend heavily to which token: "first" or "last"?
+
+# %%
+answer_7 = None  # your answer
+
+# %%
+check("7", answer_7, "first", hint="the attention sink: the initial token")
+summary()
+
 # ---- section: quiz (end) ----
 
 # %% [markdown]

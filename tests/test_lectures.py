@@ -5,6 +5,10 @@ claims hold, not only that the code runs. Fast mode (MINITRANSFORMER_FAST=1) kee
 each one to a few seconds; figures go to a temporary folder, not into the tree.
 A lecture is a jupytext percent-format script: markdown cells above code cells,
 no ``__main__`` guard, no ``plt.show()``.
+
+Every lecture ends with a quiz (lectures/_quiz.py): the tests run it with
+MINITRANSFORMER_QUIZ_SOLUTIONS=1, so each unanswered question is checked against
+its expected value, and every check and expected value runs.
 """
 import os
 import re
@@ -27,13 +31,15 @@ def test_the_lectures_are_numbered_without_gaps():
 @pytest.mark.parametrize("path", LECTURES, ids=lambda p: p.stem)
 def test_lecture_runs_in_fast_mode(path, tmp_path):
     env = {**os.environ, "MINITRANSFORMER_FAST": "1", "MINITRANSFORMER_LECTURE_OUT": str(tmp_path),
-           "MPLBACKEND": "Agg",
+           "MPLBACKEND": "Agg", "MINITRANSFORMER_QUIZ_SOLUTIONS": "1",
            # Tiny matrices: one BLAS thread is faster than two fighting over a shared CPU.
            "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
     run = subprocess.run([sys.executable, str(path)], cwd=tmp_path, env=env, capture_output=True,
                          text=True, timeout=TIMEOUT_S)
     assert run.returncode == 0, f"{path.name} failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
     assert "all claims check out" in run.stdout           # it reached its final checks
+    quiz = re.search(r"quiz: (\d+) correct, (\d+) not answered yet", run.stdout)
+    assert quiz and int(quiz.group(1)) >= 3 and quiz.group(2) == "0", f"{path.name}: no complete quiz run"
     assert list(tmp_path.glob("*.png")), f"{path.name} wrote no figure"
 
 
@@ -54,3 +60,49 @@ def test_readme_lists_every_lecture():
     readme = (LECTURES_DIR / "README.md").read_text(encoding="utf-8")
     for path in LECTURES:
         assert path.name in readme, f"lectures/README.md does not mention {path.name}"
+
+
+def _quiz_module():
+    sys.path.insert(0, str(LECTURES_DIR))
+    try:
+        import _quiz
+    finally:
+        sys.path.remove(str(LECTURES_DIR))
+    return _quiz
+
+
+def test_quiz_check_rejects_a_wrong_answer_with_the_hint(monkeypatch):
+    quiz = _quiz_module()
+    monkeypatch.delenv("MINITRANSFORMER_QUIZ_SOLUTIONS", raising=False)
+    with pytest.raises(AssertionError, match=r"question 7: 195 is not right\. Hint: \(224/16\)"):
+        quiz.check("7", 195, (224 // 16) ** 2, hint="(224/16)² patches")
+    with pytest.raises(AssertionError, match="question 8"):
+        quiz.check("8", ["una", "##ffable"], ["una", "##ffa", "##ble"])
+    with pytest.raises(AssertionError):
+        quiz.check("9", 1, True)                           # 1 is not the answer True
+    with pytest.raises(AssertionError):
+        quiz.check("10", "b", "c")
+
+
+def test_quiz_check_accepts_right_answers_and_reports_missing_ones(monkeypatch, capsys):
+    quiz = _quiz_module()
+    monkeypatch.delenv("MINITRANSFORMER_QUIZ_SOLUTIONS", raising=False)
+    assert quiz.check("1", 196.0, 196) is True
+    assert quiz.check("2", " B ", "b") is True             # letters: case and spaces do not matter
+    assert quiz.check("3", 0.1 + 0.2, 0.3) is True         # numbers: a relative tolerance
+    assert quiz.check("4", ("a", 2), ["a", 2]) is True
+    assert quiz.check("5", None, 196) is None              # not answered: nothing checked
+    assert "question 5: not answered yet" in capsys.readouterr().out
+    monkeypatch.setenv("MINITRANSFORMER_QUIZ_SOLUTIONS", "1")
+    assert quiz.check("6", None, 196) is True              # the solutions fill in unanswered ones
+
+
+@pytest.mark.parametrize("path", LECTURES, ids=lambda p: p.stem)
+def test_every_quiz_answer_ships_unanswered(path):
+    source = path.read_text(encoding="utf-8")
+    answers = re.findall(r"^answer_(\w+) = (.*)$", source, flags=re.M)
+    assert len(answers) >= 3, f"{path.name}: expected a quiz of at least 3 questions"
+    for name, value in answers:
+        assert value.startswith("None  # your answer"), f"{path.name}: answer_{name} ships answered"
+        assert re.search(rf'^\s*check\("{name}", answer_{name},', source, flags=re.M), \
+            f"{path.name}: answer_{name} is never checked"
