@@ -3,6 +3,8 @@
     train                                   a small GPT on the Python help topics (character level)
     train --model seq2seq --task reverse    the original encoder-decoder on a synthetic task
     train --model encoder --task mlm        a BERT-like encoder with masked-language modelling
+    train --model vit                       a Vision Transformer on generated images of six shapes
+    train --model tabular                   an FT-Transformer-style model on a generated table
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from ..training.loop import ResumeMismatch, TrainConfig, TrainingDiverged, Train
 
 SEQ_VOCAB = 16          # PAD, BOS, EOS and 13 symbols for the synthetic tasks
 SEQ_LENGTHS = (4, 12)   # source lengths of the synthetic tasks
+CLASSIFIERS = ("vit", "tabular")   # families trained on generated examples, reported by accuracy
 
 
 def _integer(low: int):
@@ -68,7 +71,7 @@ def _one_line_error(parser: argparse.ArgumentParser):
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.error = _one_line_error(p)                 # argparse calls self.error: the instance's wins
     p.set_defaults(train_parser=p)               # run_train rebuilds the exact --resume command from it
-    p.add_argument("--model", choices=("gpt", "seq2seq", "encoder"), default="gpt",
+    p.add_argument("--model", choices=("gpt", "seq2seq", "encoder") + CLASSIFIERS, default="gpt",
                    help="model family (default: gpt)")
     p.add_argument("--task", choices=("lm", "copy", "reverse", "sort", "mlm"), default=None,
                    help="gpt: lm; seq2seq: copy | reverse | sort (default reverse); encoder: mlm")
@@ -99,11 +102,13 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
 
 def build(args):
     """(model, task, TrainConfig, meta) from the parsed arguments."""
-    steps_default = {"gpt": 2000, "seq2seq": 800, "encoder": 1000}[args.model]
+    steps_default = {"gpt": 2000, "seq2seq": 800, "encoder": 1000, **CLASSIFIER_STEPS}[args.model]
     cfg = TrainConfig(steps=args.steps or steps_default, lr=args.lr, seed=args.seed,
                       eval_interval=min(args.eval_interval, args.steps or steps_default),
                       checkpoint_interval=getattr(args, "checkpoint_every", 0))
-    batch = args.batch_size or (64 if args.model == "seq2seq" else 12)
+    batch = args.batch_size or (64 if args.model in ("seq2seq",) + CLASSIFIERS else 12)
+    if args.model in CLASSIFIERS:
+        return _build_classifier(args, batch, cfg)
     if args.model == "seq2seq":
         task_name = args.task or "reverse"
         if task_name not in ("copy", "reverse", "sort"):
@@ -132,6 +137,24 @@ def build(args):
     config = GPTConfig(vocab_size=tokenizer.vocab_size, **common)
     task = LanguageModelTask(train_ids, val_ids, args.block_size, batch)
     return GPT(config, rng=args.seed), task, cfg, {"family": "gpt", "config": config.to_dict(), **meta_tok}
+
+
+CLASSIFIER_STEPS = {"vit": 600, "tabular": 300}   # about a minute each on 2 CPU cores (README)
+
+
+def _build_classifier(args, batch, cfg):
+    """ViT or the tabular model on its generated data: (model, task, TrainConfig, meta)."""
+    from ..training.classification import tabular_task, vit_task
+    if args.task is not None:
+        raise ValueError(f"--task: {args.model} trains on its own generated data and takes no --task, "
+                         f"got {args.task!r}")
+    if args.position is not None:
+        raise ValueError(f"--position: {args.model} has its own positions (vit: row + column; tabular: none), "
+                         f"got {args.position!r}")
+    make = vit_task if args.model == "vit" else tabular_task
+    model, task, meta = make(batch_size=batch, seed=args.seed, n_layer=args.n_layer or 2, n_head=args.n_head,
+                             d_model=args.d_model or 64, p_drop=args.p_drop)
+    return model, task, cfg, meta
 
 
 def _tokenize(args):
@@ -182,11 +205,12 @@ def run_train(args) -> int:
     print(f"trained in {result.seconds:.1f} s | final loss: train {result.final_train_loss:.4f} | "
           f"val {result.final_val_loss:.4f} ({result.final_eval_batches} batches each, "
           f"evaluated in {result.eval_seconds:.1f} s)")
+    extra = _classifier_accuracy(model, task, meta, args.device)     # {} for the text families
     # The numbers first: a failing plot or sample must not lose them.
     with open(os.path.join(out, "result.json"), "w") as f:
         json.dump({"seconds": result.seconds, "eval_seconds": result.eval_seconds,
                    "final_eval_batches": result.final_eval_batches, "train_loss": result.final_train_loss,
-                   "val_loss": result.final_val_loss, "evals": result.evals}, f)
+                   "val_loss": result.final_val_loss, "evals": result.evals, **extra}, f)
     _plot_losses(result, os.path.join(out, "loss.png"))
     _report(model, task, meta, args, prompt)
     return 0
@@ -242,6 +266,19 @@ def _plot_losses(result, path) -> None:
     print(f"loss curve: {path}")
 
 
+def _classifier_accuracy(model, task, meta, device) -> dict:
+    """ViT / tabular: {"accuracy", "n_heldout", "chance"} on the held-out set, printed; {} otherwise."""
+    if meta["family"] not in CLASSIFIERS:
+        return {}
+    from ..training.classification import classification_accuracy
+    accuracy = classification_accuracy(model, task, device=device)
+    labels = task.val[-1]
+    chance = float(np.bincount(labels).max() / len(labels))      # always answering the commonest class
+    print(f"held-out accuracy ({meta['family']}, {len(labels)} generated examples): {accuracy:.2%} "
+          f"(majority class: {chance:.2%})")
+    return {"accuracy": accuracy, "n_heldout": int(len(labels)), "chance": chance}
+
+
 def _report(model, task, meta, args, prompt="The ") -> None:
     """What the trained model does: a text sample, or held-out accuracy."""
     model.eval()
@@ -253,6 +290,8 @@ def _report(model, task, meta, args, prompt="The ") -> None:
                        temperature=0.8, rng=np.random.default_rng(args.seed),
                        use_cache=False)   # the uncached loop crops the context: 200 chars > block_size
         print("sample:\n" + tok.decode(ids[0].tolist()))
+    elif meta["family"] in CLASSIFIERS:
+        return                          # the accuracy is printed (and in result.json) already
     elif meta["family"] == "seq2seq":
         acc = sequence_accuracy(model, task)
         print(f"held-out exact-match accuracy ({meta['task']}, greedy decoding): {acc:.2%}")
