@@ -78,12 +78,13 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", default=None, help="a UTF-8 text file (default: Python's own help topics)")
     p.add_argument("--tokenizer", choices=("char", "bpe"), default="char", help="text tokenizer (default: char)")
     p.add_argument("--vocab-size", type=_integer(1), default=512, help="BPE vocabulary size (with --tokenizer bpe)")
-    p.add_argument("--steps", type=_integer(1), default=None, help="optimizer steps (default: 2000 gpt, 800 seq2seq, 1000 mlm)")
-    p.add_argument("--batch-size", type=_integer(1), default=None, help="sequences per step (default: 12; seq2seq 64)")
+    p.add_argument("--steps", type=_integer(1), default=None, help="optimizer steps (default: 2000 gpt, 800 seq2seq, 1000 mlm, 1500 vit, tabular)")
+    p.add_argument("--batch-size", type=_integer(1), default=None, help="sequences per step (default: 12; seq2seq, vit, tabular 64)")
     p.add_argument("--block-size", type=_integer(1), default=64, help="context length in tokens (default: 64)")
-    p.add_argument("--n-layer", type=_integer(1), default=None, help="blocks per stack (default: 4; seq2seq 2)")
+    p.add_argument("--n-layer", type=_integer(1), default=None, help="blocks per stack (default: 4; seq2seq, vit, tabular 2)")
     p.add_argument("--n-head", type=_integer(1), default=4, help="attention heads (default: 4)")
-    p.add_argument("--d-model", type=_integer(1), default=128, help="model width d_model (default: 128)")
+    p.add_argument("--d-model", type=_integer(1), default=None,
+                   help="model width d_model (default: 128; vit, tabular 64)")
     p.add_argument("--lr", type=_real(0.0), default=1e-3, help="peak learning rate (default: 1e-3)")
     p.add_argument("--p-drop", type=_real(0.0, 1.0, low_open=False), default=0.0, help="dropout probability (default: 0)")
     p.add_argument("--position", choices=("learned", "sinusoidal", "rope", "alibi", "none"), default=None,
@@ -114,7 +115,7 @@ def build(args):
         if task_name not in ("copy", "reverse", "sort"):
             raise ValueError(f"--task: seq2seq trains on copy, reverse or sort, got {task_name!r}")
         config = Seq2SeqConfig(vocab_size=SEQ_VOCAB, block_size=SEQ_LENGTHS[1] + 2, n_layer=args.n_layer or 2,
-                               n_head=args.n_head, d_model=args.d_model, p_drop=args.p_drop,
+                               n_head=args.n_head, d_model=args.d_model or 128, p_drop=args.p_drop,
                                position=args.position or "sinusoidal")
         task = SequenceTaskData(task_name, SEQ_VOCAB, SEQ_LENGTHS, batch, seed=args.seed)
         model = Seq2Seq(config, rng=args.seed)
@@ -122,7 +123,7 @@ def build(args):
     tokenizer, ids = _tokenize(args)
     train_ids, val_ids = train_val_split(ids)
     common = dict(block_size=args.block_size, n_layer=args.n_layer or 4, n_head=args.n_head,
-                  d_model=args.d_model, p_drop=args.p_drop, position=args.position or "learned")
+                  d_model=args.d_model or 128, p_drop=args.p_drop, position=args.position or "learned")
     meta_tok = {"tokenizer": tokenizer.to_dict()}
     if args.model == "encoder":
         if args.task not in (None, "mlm"):
@@ -139,7 +140,7 @@ def build(args):
     return GPT(config, rng=args.seed), task, cfg, {"family": "gpt", "config": config.to_dict(), **meta_tok}
 
 
-CLASSIFIER_STEPS = {"vit": 600, "tabular": 300}   # about a minute each on 2 CPU cores (README)
+CLASSIFIER_STEPS = {"vit": 1500, "tabular": 1500}   # about a minute each on 2 CPU cores (README)
 
 
 def _build_classifier(args, batch, cfg):

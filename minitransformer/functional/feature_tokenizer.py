@@ -52,6 +52,8 @@ def category_offsets(cardinalities):
 
 def _check_inputs(x_num, x_cat, W_num, b_num, E, cardinalities):
     check_ndim("x_num", x_num, 2, "(B, n_num)")
+    if x_num.shape[1] + len(cardinalities) == 0:
+        raise ValueError("x_num, cardinalities: expected at least one feature, got 0 numeric and 0 categorical")
     check_float("x_num", x_num)
     check_ndim("W_num", W_num, 2, "(n_num, C)")
     check_dim("W_num", W_num, 0, x_num.shape[1], "n_num, the numeric columns of x_num")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import init
-from ..backend import default_rng
+from ..backend import default_rng, get_xp
 from ..functional.feature_tokenizer import (category_offsets, feature_tokenizer_backward,
                                             feature_tokenizer_forward)
 from ..validate import check_int, check_number, check_size
@@ -34,22 +34,33 @@ class FeatureTokenizer(Module):
         V = sum(self.cardinalities)
         check_size("sum(cardinalities), d_model", (V, C))
         rng = default_rng(rng)
-        self.add_param("W_num", init.normal(rng, (n_num, C), init_std, dtype))
-        self.add_param("b_num", init.normal(rng, (n_num, C), init_std, dtype))
-        self.add_param("E", init.normal(rng, (V, C), init_std, dtype))
+        # A table with no row (no numeric or no categorical column) is no parameter: it stays
+        # out of parameters() and state_dict(), and forward passes an empty (0, C) array.
+        self._empty = {"W_num": (0, C), "b_num": (0, C), "E": (0, C)}
+        if n_num:
+            self.add_param("W_num", init.normal(rng, (n_num, C), init_std, dtype))
+            self.add_param("b_num", init.normal(rng, (n_num, C), init_std, dtype))
+        if V:
+            self.add_param("E", init.normal(rng, (V, C), init_std, dtype))
+
+    def _table(self, name):
+        if name in self.params:
+            return self.params[name]
+        like = next(iter(self.params.values()))                   # the device and dtype of the others
+        return get_xp(like).zeros(self._empty[name], dtype=like.dtype)
 
     def forward(self, x_num, x_cat):
         """x_num (B, n_num) floating, the weights' dtype; x_cat (B, n_cat) integers, column k in [0, V_k)."""
-        check_input("x_num", x_num, self.W_num)
-        T, cache = feature_tokenizer_forward(x_num, x_cat, self.W_num, self.b_num, self.E,
-                                             self.cardinalities)
+        check_input("x_num", x_num, next(iter(self.params.values())))
+        T, cache = feature_tokenizer_forward(x_num, x_cat, self._table("W_num"), self._table("b_num"),
+                                             self._table("E"), self.cardinalities)
         self._save(cache, T)
         return T                                                  # (B, n_num + n_cat, C)
 
     def backward(self, dT):
         """dT (B, n_num + n_cat, C) -> (dx_num (B, n_num), None for x_cat); accumulates the grads."""
         dx_num, dW_num, db_num, dE = feature_tokenizer_backward(dT, self._pop_cache(dT))
-        self._accumulate("W_num", dW_num)
-        self._accumulate("b_num", db_num)
-        self._accumulate("E", dE)
+        for name, grad in (("W_num", dW_num), ("b_num", db_num), ("E", dE)):
+            if name in self.params:
+                self._accumulate(name, grad)
         return dx_num, None
