@@ -138,3 +138,12 @@ def test_encoder_with_pooler_gradients_through_the_pool_and_cls_heads(head, seed
     model.release_caches()
     with pytest.raises(ValueError, match="head: this encoder has no 'pool' head"):
         Encoder(EncoderConfig(vocab_size=9, block_size=5, n_layer=1, n_head=2, d_model=8)).forward(ids, head="pool")
+
+
+def test_pooler_runs_on_a_non_numpy_backend():
+    """The pooled classifier's training steps on the strict array type (tests/test_backend_agnostic.py)."""
+    from test_backend_agnostic import F32, SMALL, _two_steps
+    cfg = EncoderConfig(**SMALL, type_vocab_size=2, pooler=True, n_classes=3, mlm_head=False)
+    ids = np.random.default_rng(0).integers(0, 11, (2, 6))
+    _two_steps(lambda: Encoder(cfg, rng=0), lambda model, b: (model.forward(b[0], head="cls"), b[1]),
+               [(ids, np.array([0, 2]))] * 2, F32)

@@ -136,3 +136,17 @@ def test_a_short_training_beats_chance():
     majority = max(labels.mean(), 1 - labels.mean())
     accuracy = classification_accuracy(model, task)
     assert accuracy > majority + 0.15
+
+
+def test_tabular_model_runs_on_a_non_numpy_backend():
+    """Two training steps on the strict array type (tests/strict_array.py): no NumPy-only call,
+    no host copy, the same numbers as on NumPy (see tests/test_backend_agnostic.py)."""
+    from test_backend_agnostic import F32, _module_round_trip, _two_steps
+    x_num, x_cat = normal_array(0, (3, 2), dtype=np.float32), np.array([[0, 1], [2, 0], [1, 1]])
+    _module_round_trip(lambda: FeatureTokenizer(2, (3, 2), 4, rng=0), x_num, x_cat)
+    _module_round_trip(lambda: FeatureTokenizer(0, (3, 2), 4, rng=0), np.zeros((3, 0), np.float32), x_cat)
+    config = TabularConfig(n_numeric=2, cardinalities=(3, 2), n_classes=2, n_layer=1, n_head=2, d_model=8,
+                           p_drop=0.1)
+    batches = [(x_num, x_cat, np.array([0, 1, 1]))] * 2
+    _two_steps(lambda: TabularTransformer(config, rng=0),
+               lambda model, b: (model.forward(b[0], b[1]), b[2]), batches, F32)

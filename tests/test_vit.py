@@ -170,3 +170,18 @@ def test_a_short_training_beats_chance():
                                    final_eval_batches=1), log=lambda s: None)
     accuracy = classification_accuracy(model, task)
     assert accuracy > 0.3 > 1.5 / len(SHAPES)                            # chance: 1/6
+
+
+def test_vit_runs_on_a_non_numpy_backend():
+    """Two training steps on the strict array type (tests/strict_array.py): no NumPy-only call,
+    no host copy, the same numbers as on NumPy (see tests/test_backend_agnostic.py)."""
+    from test_backend_agnostic import F32, F64, _module_round_trip, _two_steps
+    images = normal_array(0, (2, 8, 8, 1), dtype=np.float32)
+    _module_round_trip(lambda: PatchEmbedding(4, 1, 8, rng=0), images)
+    _module_round_trip(lambda: ClsToken(8, rng=0), normal_array(1, (2, 4, 8), dtype=np.float32))
+    _module_round_trip(lambda: GridPositionEmbedding(2, 2, 8, rng=0))
+    config = ViTConfig(image_size=8, patch_size=4, n_classes=3, n_layer=1, n_head=2, d_model=8, p_drop=0.1)
+    batches = [(images, np.array([0, 2]))] * 2
+    for dtype in (F32, F64):
+        _two_steps(lambda: ViT(config, rng=0, dtype=dtype),
+                   lambda model, b: (model.forward(b[0].astype(model.patches.W.dtype)), b[1]), batches, dtype)
