@@ -185,3 +185,22 @@ def test_vit_runs_on_a_non_numpy_backend():
     for dtype in (F32, F64):
         _two_steps(lambda: ViT(config, rng=0, dtype=dtype),
                    lambda model, b: (model.forward(b[0].astype(model.patches.W.dtype)), b[1]), batches, dtype)
+
+
+@pytest.mark.parametrize("family", ["vit", "tabular"])
+def test_train_command_reports_accuracy_and_the_checkpoint_loads(family, tmp_path, capsys):
+    import json
+
+    import minitransformer
+    from minitransformer.cli import main
+    out = tmp_path / family
+    assert main(["train", "--model", family, "--steps", "2", "--d-model", "16", "--n-layer", "1",
+                 "--n-head", "2", "--out", str(out)]) == 0
+    result = json.loads((out / "result.json").read_text())
+    assert 0.0 <= result["accuracy"] <= 1.0 and result["n_heldout"] == 1000
+    assert "held-out accuracy" in capsys.readouterr().out
+    model, tokenizer = minitransformer.load(out / "checkpoint.npz")
+    assert type(model).__name__ == {"vit": "ViT", "tabular": "TabularTransformer"}[family]
+    assert tokenizer is None and not model.training
+    assert main(["train", "--model", family, "--task", "mlm", "--out", str(out)]) == 2
+    assert f"--task: {family} trains on its own generated data" in capsys.readouterr().err
