@@ -50,9 +50,164 @@ ax.set_title(f"{H_img}x{W_img} image, {p}x{p} patches: {N_patches} tokens")
 save_figure(fig, "vit_patch_grid.png")
 
 # ---- section: vit (begin) ----
+
+# %% [markdown]
+# ### A synthetic image, cut into patches
+#
+# No download: `draw_shapes` draws grey 16 × 16 images of six shapes (circle,
+# square, triangle, cross, horizontal and vertical bars) with NumPy, each with
+# its own position, size, brightness and noise. With $p = 4$ an image is a
+# $4 \times 4$ grid of patches, $N = (16/4)^2 = 16$ tokens of $p^2 C_{in} = 16$
+# numbers. Images are channels last, $(B, H, W, C_{in})$; a patch is read row
+# by row, then column, then channel:
+#
+# $$X[b, n, (i p + j) C_{in} + c] = \text{image}[b,\, r p + i,\, s p + j,\, c], \qquad n = r\,(W/p) + s$$
+
+# %%
+from minitransformer.functional.patches import patch_embed_forward, patchify, unpatchify
+from minitransformer.training.shapes import SHAPES, draw_shapes
+
+shape_images, shape_labels = draw_shapes(12, np.random.default_rng(0))     # (12, 16, 16, 1), (12,)
+p_vit = 4
+X_patches = patchify(shape_images, p_vit)                                  # (12, 16, 16)
+print("images", shape_images.shape, "-> patches", X_patches.shape)
+
+fig = Figure(figsize=(9, 3.2))
+axes = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1, 1, 2.2]})
+first = shape_images[0, :, :, 0]
+axes[0].imshow(first, cmap="gray_r")
+axes[0].set_title(f"class: {SHAPES[shape_labels[0]]}")
+axes[1].imshow(first, cmap="gray_r")
+axes[1].set_xticks(np.arange(0, 17, p_vit) - 0.5, labels=[])
+axes[1].set_yticks(np.arange(0, 17, p_vit) - 0.5, labels=[])
+axes[1].grid(color="tab:red", linewidth=1)
+axes[1].set_title(f"{p_vit}x{p_vit} patches")
+axes[2].imshow(X_patches[0], cmap="gray_r", aspect="auto")
+axes[2].set_xlabel("the 16 numbers of a patch")
+axes[2].set_ylabel("token n (row by row)")
+axes[2].set_title("the sequence X (N, p·p·C_in)")
+fig.tight_layout()
+save_figure(fig, "vit_patches_of_a_shape.png")
+
+# %% [markdown]
+# `patchify` only moves numbers, so its backward is its inverse: the gradient of
+# a pixel is the gradient of the one patch entry it went to. The embedding is then
+# a linear map of each flattened patch, $Z = X W + b$, whose backward we already know.
+
+# %%
+W_patch = np.random.default_rng(1).standard_normal((p_vit * p_vit, 8))
+Z_patches, _ = patch_embed_forward(shape_images.astype(np.float64), W_patch, np.zeros(8), p_vit)   # (12, 16, 8)
+vit_roundtrip = np.array_equal(unpatchify(X_patches, (16, 16, 1), p_vit), shape_images)
+print("Z:", Z_patches.shape, "| unpatchify(patchify(x)) == x:", vit_roundtrip)
+
+# %% [markdown]
+# ### [CLS], positions, and a short training
+#
+# ViT prepends a learned [CLS] vector and adds positions; here a patch at grid row
+# $r$, column $s$ gets $E_{row}[r] + E_{col}[s]$ (the [CLS] token a vector of its
+# own), so the model knows where in the image a patch sat. The rest is the
+# encoder of BERT, unchanged; a linear head reads the [CLS] position.
+# `python -m minitransformer train --model vit` runs the same training longer.
+
+# %%
+from minitransformer.training.classification import classification_accuracy, vit_task
+from minitransformer.training.loop import TrainConfig, train
+
+vit_steps = 150 if FAST else 1500
+vit_model, vit_data, _ = vit_task(batch_size=32 if FAST else 64, seed=0, n_val=300 if FAST else 1000,
+                                  n_layer=1 if FAST else 2, n_head=2 if FAST else 4, d_model=32 if FAST else 64)
+vit_run = train(vit_model, vit_data, TrainConfig(steps=vit_steps, lr=3e-3 if FAST else 1e-3, warmup_steps=10,
+                                                 eval_interval=vit_steps, eval_batches=2, final_eval_batches=2,
+                                                 log_interval=vit_steps), log=lambda line: None)
+vit_accuracy = classification_accuracy(vit_model, vit_data)
+print(f"ViT, {vit_steps} steps: held-out accuracy {vit_accuracy:.1%} (chance {1 / len(SHAPES):.1%})")
+
+fig = Figure(figsize=(5, 3))
+ax = fig.add_subplot()
+ax.plot(*zip(*vit_run.history), linewidth=0.8)
+ax.axhline(np.log(len(SHAPES)), color="gray", linestyle="--", label="log 6: guessing")
+ax.set_xlabel("step")
+ax.set_ylabel("cross-entropy")
+ax.set_title(f"ViT on generated shapes: {vit_accuracy:.0%} held out")
+ax.legend()
+fig.tight_layout()
+save_figure(fig, "vit_training.png")
+
+# %%
+assert X_patches.shape == (12, (16 // p_vit) ** 2, p_vit * p_vit * 1)
+assert vit_roundtrip
+assert np.allclose(Z_patches[0, 5], X_patches[0, 5] @ W_patch)              # one patch, one matrix product
+assert vit_accuracy > 0.3 > 1.5 / len(SHAPES)                               # well above chance (1/6)
+
 # ---- section: vit (end) ----
 
 # ---- section: tabular (begin) ----
+
+# %% [markdown]
+# ## Tables as sequences: the feature tokenizer
+#
+# A table row mixes numbers and categories. FT-Transformer (Gorishniy et al.
+# 2021) gives every feature one token of width $C$:
+#
+# - numeric feature $j$: $t_j = x_j\, w_j + b_j$ (a learned direction scaled by the value, plus a learned bias);
+# - categorical feature $k$ with value $c$: $t_k = E[o_k + c]$, one learned row per (column, value),
+#   $o_k$ the offset of column $k$ in the one table $E$.
+#
+# Then [CLS] + the encoder + a head on [CLS], as for images. No positions: a
+# feature is recognised by its own $w_j, b_j$ or rows of $E$.
+
+# %%
+from minitransformer.functional.feature_tokenizer import category_offsets, feature_tokenizer_forward
+from minitransformer.training.tables import CARDINALITIES, make_table
+
+tiny_num, tiny_cat, tiny_labels = make_table(4, np.random.default_rng(2))   # (4, 3), (4, 2), (4,)
+print("numeric columns:\n", tiny_num, "\ncategorical columns:\n", tiny_cat, "\nlabels:", tiny_labels)
+C_tab = 4
+tab_rng = np.random.default_rng(3)
+W_num = tab_rng.standard_normal((3, C_tab))
+b_num = tab_rng.standard_normal((3, C_tab))
+E_cat = tab_rng.standard_normal((sum(CARDINALITIES), C_tab))
+tokens, _ = feature_tokenizer_forward(tiny_num.astype(np.float64), tiny_cat, W_num, b_num, E_cat, CARDINALITIES)
+offsets = category_offsets(CARDINALITIES)
+print("offsets of the categorical columns in E:", offsets, "| tokens:", tokens.shape)   # (4, 5, 4)
+
+fig = Figure(figsize=(8, 2.6))
+axes = fig.subplots(1, 4, sharey=True)
+for row, ax in enumerate(axes):
+    ax.imshow(tokens[row], cmap="RdBu", vmin=-3, vmax=3)
+    ax.set_yticks(range(5), labels=["x0", "x1", "x2", "c0", "c1"])
+    ax.set_xticks([])
+    ax.set_title(f"row {row}: label {tiny_labels[row]}", fontsize=9)
+fig.suptitle("five tokens per row: three numeric, two categorical")
+save_figure(fig, "tabular_tokens.png")
+
+# %% [markdown]
+# The generated task: $y = [x_0 + s[c_0]\, x_1 + u[c_1] > 0]$ with 5% of the labels
+# flipped, so $c_0$ decides whether $x_1$ counts for or against (an interaction),
+# $x_2$ is noise, and no model can beat about 95%.
+# `python -m minitransformer train --model tabular` trains it longer.
+
+# %%
+from minitransformer.training.classification import classification_accuracy, tabular_task
+from minitransformer.training.loop import TrainConfig, train
+
+tab_steps = 150 if FAST else 1500
+tab_model, tab_data, _ = tabular_task(batch_size=64, seed=0, n_val=500 if FAST else 1000,
+                                      n_layer=1 if FAST else 2, n_head=2 if FAST else 4,
+                                      d_model=16 if FAST else 64)
+train(tab_model, tab_data, TrainConfig(steps=tab_steps, lr=3e-3 if FAST else 1e-3, warmup_steps=10,
+                                       eval_interval=tab_steps, eval_batches=2, final_eval_batches=2,
+                                       log_interval=tab_steps), log=lambda line: None)
+tab_accuracy = classification_accuracy(tab_model, tab_data)
+tab_majority = max(tab_data.val[-1].mean(), 1 - tab_data.val[-1].mean())
+print(f"tabular, {tab_steps} steps: held-out accuracy {tab_accuracy:.1%} (majority class {tab_majority:.1%})")
+
+# %%
+assert np.allclose(tokens[:, 1], tiny_num[:, 1:2] * W_num[1] + b_num[1])        # t_j = x_j w_j + b_j
+assert np.array_equal(tokens[:, 4], E_cat[offsets[1] + tiny_cat[:, 1]])         # t_k = E[o_k + c_k]
+assert offsets == (0, CARDINALITIES[0])
+assert tab_accuracy > tab_majority + 0.15
+
 # ---- section: tabular (end) ----
 
 # ---- section: relative positions (begin) ----

@@ -3,6 +3,8 @@
     train                                   a small GPT on the Python help topics (character level)
     train --model seq2seq --task reverse    the original encoder-decoder on a synthetic task
     train --model encoder --task mlm        a BERT-like encoder with masked-language modelling
+    train --model vit                       a Vision Transformer on generated images of six shapes
+    train --model tabular                   an FT-Transformer-style model on a generated table
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from ..training.loop import ResumeMismatch, TrainConfig, TrainingDiverged, Train
 
 SEQ_VOCAB = 16          # PAD, BOS, EOS and 13 symbols for the synthetic tasks
 SEQ_LENGTHS = (4, 12)   # source lengths of the synthetic tasks
+CLASSIFIERS = ("vit", "tabular")   # families trained on generated examples, reported by accuracy
 
 
 def _integer(low: int):
@@ -68,19 +71,20 @@ def _one_line_error(parser: argparse.ArgumentParser):
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.error = _one_line_error(p)                 # argparse calls self.error: the instance's wins
     p.set_defaults(train_parser=p)               # run_train rebuilds the exact --resume command from it
-    p.add_argument("--model", choices=("gpt", "seq2seq", "encoder"), default="gpt",
+    p.add_argument("--model", choices=("gpt", "seq2seq", "encoder") + CLASSIFIERS, default="gpt",
                    help="model family (default: gpt)")
     p.add_argument("--task", choices=("lm", "copy", "reverse", "sort", "mlm"), default=None,
                    help="gpt: lm; seq2seq: copy | reverse | sort (default reverse); encoder: mlm")
     p.add_argument("--data", default=None, help="a UTF-8 text file (default: Python's own help topics)")
     p.add_argument("--tokenizer", choices=("char", "bpe"), default="char", help="text tokenizer (default: char)")
     p.add_argument("--vocab-size", type=_integer(1), default=512, help="BPE vocabulary size (with --tokenizer bpe)")
-    p.add_argument("--steps", type=_integer(1), default=None, help="optimizer steps (default: 2000 gpt, 800 seq2seq, 1000 mlm)")
-    p.add_argument("--batch-size", type=_integer(1), default=None, help="sequences per step (default: 12; seq2seq 64)")
+    p.add_argument("--steps", type=_integer(1), default=None, help="optimizer steps (default: 2000 gpt, 800 seq2seq, 1000 mlm, 1500 vit, tabular)")
+    p.add_argument("--batch-size", type=_integer(1), default=None, help="sequences per step (default: 12; seq2seq, vit, tabular 64)")
     p.add_argument("--block-size", type=_integer(1), default=64, help="context length in tokens (default: 64)")
-    p.add_argument("--n-layer", type=_integer(1), default=None, help="blocks per stack (default: 4; seq2seq 2)")
+    p.add_argument("--n-layer", type=_integer(1), default=None, help="blocks per stack (default: 4; seq2seq, vit, tabular 2)")
     p.add_argument("--n-head", type=_integer(1), default=4, help="attention heads (default: 4)")
-    p.add_argument("--d-model", type=_integer(1), default=128, help="model width d_model (default: 128)")
+    p.add_argument("--d-model", type=_integer(1), default=None,
+                   help="model width d_model (default: 128; vit, tabular 64)")
     p.add_argument("--lr", type=_real(0.0), default=1e-3, help="peak learning rate (default: 1e-3)")
     p.add_argument("--p-drop", type=_real(0.0, 1.0, low_open=False), default=0.0, help="dropout probability (default: 0)")
     p.add_argument("--position", choices=("learned", "sinusoidal", "rope", "alibi", "shaw", "t5", "none"), default=None,
@@ -99,17 +103,19 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
 
 def build(args):
     """(model, task, TrainConfig, meta) from the parsed arguments."""
-    steps_default = {"gpt": 2000, "seq2seq": 800, "encoder": 1000}[args.model]
+    steps_default = {"gpt": 2000, "seq2seq": 800, "encoder": 1000, **CLASSIFIER_STEPS}[args.model]
     cfg = TrainConfig(steps=args.steps or steps_default, lr=args.lr, seed=args.seed,
                       eval_interval=min(args.eval_interval, args.steps or steps_default),
                       checkpoint_interval=getattr(args, "checkpoint_every", 0))
-    batch = args.batch_size or (64 if args.model == "seq2seq" else 12)
+    batch = args.batch_size or (64 if args.model in ("seq2seq",) + CLASSIFIERS else 12)
+    if args.model in CLASSIFIERS:
+        return _build_classifier(args, batch, cfg)
     if args.model == "seq2seq":
         task_name = args.task or "reverse"
         if task_name not in ("copy", "reverse", "sort"):
             raise ValueError(f"--task: seq2seq trains on copy, reverse or sort, got {task_name!r}")
         config = Seq2SeqConfig(vocab_size=SEQ_VOCAB, block_size=SEQ_LENGTHS[1] + 2, n_layer=args.n_layer or 2,
-                               n_head=args.n_head, d_model=args.d_model, p_drop=args.p_drop,
+                               n_head=args.n_head, d_model=args.d_model or 128, p_drop=args.p_drop,
                                position=args.position or "sinusoidal")
         task = SequenceTaskData(task_name, SEQ_VOCAB, SEQ_LENGTHS, batch, seed=args.seed)
         model = Seq2Seq(config, rng=args.seed)
@@ -117,7 +123,7 @@ def build(args):
     tokenizer, ids = _tokenize(args)
     train_ids, val_ids = train_val_split(ids)
     common = dict(block_size=args.block_size, n_layer=args.n_layer or 4, n_head=args.n_head,
-                  d_model=args.d_model, p_drop=args.p_drop, position=args.position or "learned")
+                  d_model=args.d_model or 128, p_drop=args.p_drop, position=args.position or "learned")
     meta_tok = {"tokenizer": tokenizer.to_dict()}
     if args.model == "encoder":
         if args.task not in (None, "mlm"):
@@ -132,6 +138,24 @@ def build(args):
     config = GPTConfig(vocab_size=tokenizer.vocab_size, **common)
     task = LanguageModelTask(train_ids, val_ids, args.block_size, batch)
     return GPT(config, rng=args.seed), task, cfg, {"family": "gpt", "config": config.to_dict(), **meta_tok}
+
+
+CLASSIFIER_STEPS = {"vit": 1500, "tabular": 1500}   # about a minute each on 2 CPU cores (README)
+
+
+def _build_classifier(args, batch, cfg):
+    """ViT or the tabular model on its generated data: (model, task, TrainConfig, meta)."""
+    from ..training.classification import tabular_task, vit_task
+    if args.task is not None:
+        raise ValueError(f"--task: {args.model} trains on its own generated data and takes no --task, "
+                         f"got {args.task!r}")
+    if args.position is not None:
+        raise ValueError(f"--position: {args.model} has its own positions (vit: row + column; tabular: none), "
+                         f"got {args.position!r}")
+    make = vit_task if args.model == "vit" else tabular_task
+    model, task, meta = make(batch_size=batch, seed=args.seed, n_layer=args.n_layer or 2, n_head=args.n_head,
+                             d_model=args.d_model or 64, p_drop=args.p_drop)
+    return model, task, cfg, meta
 
 
 def _tokenize(args):
@@ -182,11 +206,12 @@ def run_train(args) -> int:
     print(f"trained in {result.seconds:.1f} s | final loss: train {result.final_train_loss:.4f} | "
           f"val {result.final_val_loss:.4f} ({result.final_eval_batches} batches each, "
           f"evaluated in {result.eval_seconds:.1f} s)")
+    extra = _classifier_accuracy(model, task, meta, args.device)     # {} for the text families
     # The numbers first: a failing plot or sample must not lose them.
     with open(os.path.join(out, "result.json"), "w") as f:
         json.dump({"seconds": result.seconds, "eval_seconds": result.eval_seconds,
                    "final_eval_batches": result.final_eval_batches, "train_loss": result.final_train_loss,
-                   "val_loss": result.final_val_loss, "evals": result.evals}, f)
+                   "val_loss": result.final_val_loss, "evals": result.evals, **extra}, f)
     _plot_losses(result, os.path.join(out, "loss.png"))
     _report(model, task, meta, args, prompt)
     return 0
@@ -242,6 +267,19 @@ def _plot_losses(result, path) -> None:
     print(f"loss curve: {path}")
 
 
+def _classifier_accuracy(model, task, meta, device) -> dict:
+    """ViT / tabular: {"accuracy", "n_heldout", "chance"} on the held-out set, printed; {} otherwise."""
+    if meta["family"] not in CLASSIFIERS:
+        return {}
+    from ..training.classification import classification_accuracy
+    accuracy = classification_accuracy(model, task, device=device)
+    labels = task.val[-1]
+    chance = float(np.bincount(labels).max() / len(labels))      # always answering the commonest class
+    print(f"held-out accuracy ({meta['family']}, {len(labels)} generated examples): {accuracy:.2%} "
+          f"(majority class: {chance:.2%})")
+    return {"accuracy": accuracy, "n_heldout": int(len(labels)), "chance": chance}
+
+
 def _report(model, task, meta, args, prompt="The ") -> None:
     """What the trained model does: a text sample, or held-out accuracy."""
     model.eval()
@@ -253,6 +291,8 @@ def _report(model, task, meta, args, prompt="The ") -> None:
                        temperature=0.8, rng=np.random.default_rng(args.seed),
                        use_cache=False)   # the uncached loop crops the context: 200 chars > block_size
         print("sample:\n" + tok.decode(ids[0].tolist()))
+    elif meta["family"] in CLASSIFIERS:
+        return                          # the accuracy is printed (and in result.json) already
     elif meta["family"] == "seq2seq":
         acc = sequence_accuracy(model, task)
         print(f"held-out exact-match accuracy ({meta['task']}, greedy decoding): {acc:.2%}")

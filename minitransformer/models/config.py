@@ -133,6 +133,7 @@ class EncoderConfig(TransformerConfig):
     mlm_head: bool = True              # masked-language-model head (tied to the word embeddings)
     n_classes: int = 0                 # sequence-classification head on the first token; 0 = none
     pad_id: int = 0                    # the padding token id, for the attention mask
+    pooler: bool = False               # BERT's pooler tanh(h[:, 0] W + b); the "cls" head then reads it
 
     def __post_init__(self):
         super().__post_init__()
@@ -141,7 +142,7 @@ class EncoderConfig(TransformerConfig):
                              f"attends both ways; expected None, got {self.window}")
         for name in ("type_vocab_size", "n_classes", "pad_id"):
             check_int(name, getattr(self, name), low=0)
-        for name in ("embedding_norm", "mlm_head"):
+        for name in ("embedding_norm", "mlm_head", "pooler"):
             check_bool_field(name, getattr(self, name))
 
 

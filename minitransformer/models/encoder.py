@@ -5,13 +5,15 @@
     h   = Norm_f(x_L)        (pre-norm only)
 
 Heads, chosen per call with ``head=``:
-    "mlm": masked-language-model logits  Eᵀ LayerNorm(GELU(h W + b)) + b_V   (B, S, V)
-    "cls": sequence classification from the first token: h[:, 0] W_c + b_c  (B, n_classes)
-    None:  the hidden states h themselves                                   (B, S, C)
+    "mlm":  masked-language-model logits  Eᵀ LayerNorm(GELU(h W + b)) + b_V   (B, S, V)
+    "pool": BERT's pooler (config.pooler): pooled = tanh(h[:, 0] W_p + b_p)  (B, C)
+    "cls":  sequence classification from the first token: h[:, 0] W_c + b_c  (B, n_classes),
+            or pooled W_c + b_c with the pooler (BERT's own classifier)
+    None:   the hidden states h themselves                                   (B, S, C)
 
 BERT is expressible exactly: post-norm, exact GELU, learned positions,
-token-type embeddings, an embedding LayerNorm, eps from the config. (BERT's
-tanh "pooler" before classification is not included: our head is linear.)
+token-type embeddings, an embedding LayerNorm, eps from the config, and the
+pooler (functional/pooler.py) when ``pooler=True``.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from ..layers.linear import Linear
 from ..layers.lm_head import LMHead
 from ..layers.module import Module, ModuleList
 from ..layers.norm import make_norm
+from ..layers.pooler import Pooler
 from ..validate import check_choice, check_same_shape
 from .config import EncoderConfig, TransformerConfig
 from .embeddings import InputEmbedding
@@ -74,6 +77,8 @@ class Encoder(Module):
         if bert and config.mlm_head:
             self.add_child("mlm_head", MLMHead(config, rng=init_rng, dtype=dtype))
             self.mlm_head.decoder.tie("W", self.embed.tok, "W")
+        if bert and config.pooler:
+            self.add_child("pool_head", Pooler(C, rng=init_rng, init_std=config.init_std, dtype=dtype))
         if bert and config.n_classes:
             self.add_child("cls_head", Linear(C, config.n_classes, rng=init_rng,
                                               init_std=config.init_std, dtype=dtype))
@@ -81,9 +86,9 @@ class Encoder(Module):
     def forward(self, ids, token_type_ids=None, attention_mask=None, head=None):
         """ids (B, S); attention_mask (B, S) True/1 = real token (None: all real).
 
-        Returns hidden states (B, S, C), or the logits of ``head`` ("mlm", "cls").
+        Returns hidden states (B, S, C), the logits of ``head`` ("mlm", "cls"), or the pooled (B, C) ("pool").
         """
-        check_choice("head", head, (None, "mlm", "cls"))
+        check_choice("head", head, (None, "mlm", "cls", "pool"))
         if head is not None and f"{head}_head" not in self.children:
             raise ValueError(f"head: this encoder has no {head!r} head (see EncoderConfig)")
         key_padding_mask = None
@@ -97,6 +102,10 @@ class Encoder(Module):
             x = self.norm_f.forward(x)
         if head == "mlm":
             out = self.mlm_head.forward(x)                                # (B, S, V)
+        elif head == "pool":
+            out = self.pool_head.forward(x)                               # (B, C)
+        elif head == "cls" and "pool_head" in self.children:
+            out = self.cls_head.forward(self.pool_head.forward(x))        # (B, n_classes)
         elif head == "cls":
             out = self.cls_head.forward(x[:, 0])                          # (B, n_classes)
         else:
@@ -110,6 +119,10 @@ class Encoder(Module):
         head, hidden_shape = self._pop_cache(dout)
         if head == "mlm":
             dx = self.mlm_head.backward(dout)                             # (B, S, C)
+        elif head == "pool":
+            dx = self.pool_head.backward(dout)                            # (B, S, C)
+        elif head == "cls" and "pool_head" in self.children:
+            dx = self.pool_head.backward(self.cls_head.backward(dout))    # (B, S, C)
         elif head == "cls":
             dx = _scatter_first(self.cls_head.backward(dout), hidden_shape)  # (B, S, C)
         else:

@@ -19,9 +19,9 @@ BERT_WEIGHTS below (the only place where the checkpoint's own names appear):
 - BERT keeps three projections query, key, value; our self-attention keeps one
   fused W_qkv (C, 3C) whose column blocks are [Q | K | V] (layers/attention.py),
   so each of the three fills its own column block (its bias likewise).
-- The pooler (a tanh layer on [CLS], for next-sentence prediction) and the
-  constant position_ids buffer are not part of our Encoder: they are known and
-  skipped. Any other tensor the table does not place is an error, as is a missing
+- The pooler (a tanh layer on [CLS], for next-sentence prediction; our Encoder
+  has it only with EncoderConfig(pooler=True), which this loader does not ask
+  for) and the constant position_ids buffer are known and skipped. Any other tensor the table does not place is an error, as is a missing
   or mis-shaped one: a weight silently left at its random value would give
   plausible-looking but wrong embeddings.
 """
@@ -83,7 +83,7 @@ BERT_WEIGHTS = (
     R("encoder.layer.{i}.output.LayerNorm.bias",             "blocks.{i}.ffn.norm.beta",         None, False),
 )
 del R
-# In the file, not in our Encoder: the constant positions 0..511 and the [CLS] pooler.
+# In the file, not in the Encoder this loader builds: the constant positions 0..511 and the [CLS] pooler.
 KNOWN_UNUSED = ("embeddings.position_ids", "pooler.dense.weight", "pooler.dense.bias")
 QKV_BLOCKS = ("q", "k", "v")   # the order of the column blocks of W_qkv
 

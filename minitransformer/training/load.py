@@ -9,17 +9,19 @@ model built from that config. The model comes back in eval mode (no dropout).
 from __future__ import annotations
 
 from ..models import GPT, Encoder, EncoderConfig, GPTConfig, Seq2Seq, Seq2SeqConfig
+from ..models import TabularConfig, TabularTransformer, ViT, ViTConfig
 from ..tokenizers import tokenizer_from_dict
 from .checkpoint import load_checkpoint
 
-FAMILIES = {"gpt": (GPT, GPTConfig), "encoder": (Encoder, EncoderConfig), "seq2seq": (Seq2Seq, Seq2SeqConfig)}
+FAMILIES = {"gpt": (GPT, GPTConfig), "encoder": (Encoder, EncoderConfig), "seq2seq": (Seq2Seq, Seq2SeqConfig),
+            "vit": (ViT, ViTConfig), "tabular": (TabularTransformer, TabularConfig)}
 
 
 def load_model(path):
     """(model in eval mode, tokenizer or None) from the checkpoint at ``path``.
 
     The tokenizer is None for a checkpoint trained on token ids directly (the
-    seq2seq copy/reverse/sort tasks). ValueError names what the file lacks.
+    seq2seq copy/reverse/sort tasks) or on no tokens at all (vit, tabular). ValueError names what the file lacks.
     """
     params, _, meta = load_checkpoint(path)
     family = meta.get("family")
