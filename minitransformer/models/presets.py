@@ -40,8 +40,9 @@ PRESETS = {
     "bert-base": lambda: EncoderConfig(n_layer=12, n_head=12, d_model=768, d_ff=3072, **_BERT),
     "bert-large": lambda: EncoderConfig(n_layer=24, n_head=16, d_model=1024, d_ff=4096, **_BERT),
 }
-# The positions of these families have no parameters except "learned" (block_size · C).
-KNOWN_POSITIONS = ("learned", "sinusoidal", "rope", "alibi", "none")
+# Positions with parameters: "learned" (block_size · C, in the embeddings) and the relative
+# schemes, which live in every self-attention layer (_relative); the rest have none.
+KNOWN_POSITIONS = ("learned", "sinusoidal", "rope", "alibi", "none", "shaw", "t5")
 
 
 def preset(name: str, **overrides):
@@ -71,9 +72,20 @@ def _ffn(c) -> int:
     return _linear(c.d_model, width, c.bias) + _linear(F, c.d_model, c.bias)
 
 
+def _relative(c) -> int:
+    """The relative-position tables of one self-attention layer (cross-attention has none):
+    Shaw's rel_K, rel_V (2k+1, D) each; T5's rel_bias (n_buckets, H)."""
+    if c.position == "shaw":
+        return 2 * (2 * c.relative_clip + 1) * c.head_dim
+    if c.position == "t5":
+        return c.relative_buckets * c.n_head
+    return 0
+
+
 def _block(c, n_attention: int) -> int:
-    """One block: its attention sublayers and the FFN, each with its norm."""
-    return n_attention * (_attention(c) + _norm(c)) + _ffn(c) + _norm(c)
+    """One block: its attention sublayers and the FFN, each with its norm; the first
+    attention sublayer is the self-attention, which holds the relative tables."""
+    return n_attention * (_attention(c) + _norm(c)) + _relative(c) + _ffn(c) + _norm(c)
 
 
 def _positions(c) -> int:
