@@ -10,7 +10,8 @@ The model gives the next-token distribution; a strategy picks from it:
              sums to >= p (ties broken by the lower token id); every other logit becomes -inf
     beam     keep the W prefixes of highest Σ log p. An EOS extension that ranks among the
              W best extensions of its step is set aside as a finished hypothesis (so a beam
-             of 1 is greedy decoding); the W live beams are the best extensions without EOS.
+             of 1 with α = 0 is greedy decoding; with α > 0 the live beam goes on past
+             greedy's EOS and a longer hypothesis can outscore it); the W live beams are the best extensions without EOS.
              Hypotheses are ranked by  score(y) = Σ_t log p(y_t | y_<t) / |y|^α,
              α = length_penalty, |y| = the number of generated tokens, EOS included (the
              simple form; GNMT divides by ((5 + |y|) / 6)^α instead). α = 0: the raw sum,
@@ -385,7 +386,7 @@ def _beam_search(step, prompt, n, W, alpha, eos_id, trace):
 
 def _set_aside(done: _Finished, seqs, total, t, alpha, eos_id) -> _Finished:
     """The EOS extensions among the W best extensions (B, W·V) of step t join the finished
-    pool, which keeps its W best. (Only those: so a beam of 1 is exactly greedy decoding.)"""
+    pool, which keeps its W best. (Only those: so a beam of 1 with α = 0 is exactly greedy decoding.)"""
     B, W = done.scores.shape
     V = total.shape[1] // W
     wth_best = np.partition(total, -W, axis=-1)[:, -W, None]                       # (B, 1)
