@@ -200,7 +200,9 @@ show_png(OUT / "04_rope.png")
 # ALiBi adds no position to any vector. Each head $h$ subtracts a multiple of the
 # distance from its scores, so far-away keys count less:
 #
-# $$\text{scores}[h, i, j] \mathrel{+}= -m_h\,(i - j), \qquad m_h = 2^{-8h/H},\ h = 1 \dots H.$$
+# $$\text{scores}[h, i, j] \mathrel{+}= -m_h\,(i - j), \qquad m_h = 2^{-8(h+1)/H},\ h = 0 \dots H-1.$$
+#
+# (The paper counts heads from 1, $m_h = 2^{-8h/H}$; the code and every figure here count them from 0.)
 #
 # For H = 8 the slopes are $1/2, 1/4, \dots, 1/256$: some heads look far back, some
 # only at the last few tokens. When H is not a power of two, the paper takes the
@@ -307,7 +309,7 @@ check("2", answer_2, "b" if spread_per_distance < 1e-9 else "a", hint="R(m)ᵀ R
 answer_3 = None  # your answer
 
 # %%
-check("3", answer_3, 2 ** (-8 * 1 / 8), hint="m_h = 2^(-8h/H), h = 1 .. H")
+check("3", answer_3, 2 ** (-8 * (0 + 1) / 8), hint="m_h = 2^(-8(h+1)/H), head h = 0 .. H-1")
 
 # %% [markdown]
 # **Question 4.** ALiBi head with slope 1/4: what bias is added to the score of query
