@@ -75,7 +75,8 @@ class MultiHeadAttention(Module):
                  causal: bool = False, cross: bool = False, rope: bool = False,
                  rope_layout: str = "interleaved", rope_base: float = 10000.0, alibi: bool = False,
                  window: int | None = None, rng=None, init_std: float | None = None,
-                 out_std: float | None = None, dtype=np.float32):
+                 out_std: float | None = None, dtype=np.float32, dilation: int = 1,
+                 global_positions=()):
         super().__init__()
         C = check_int("d_model", d_model, low=1)
         H = check_int("n_head", n_head, low=1)
@@ -89,6 +90,7 @@ class MultiHeadAttention(Module):
         self._init_params(C, H, G, bias, default_rng(rng), init_std, out_std, dtype)
         self._masks, self._biases = {}, {}     # (T, S) -> mask / ALiBi bias, built once
         self._decoding = False                 # True after a forward with a kv_cache
+        self._init_pattern(dilation, global_positions)
 
     @staticmethod
     def _check_config(C, H, G, causal, cross, rope, rope_layout, alibi, window):
@@ -109,6 +111,19 @@ class MultiHeadAttention(Module):
             raise ValueError("cross: cross-attention has no shared time axis between queries and keys; "
                              "expected causal, rope, alibi and window off, got "
                              f"causal={causal}, rope={rope}, alibi={alibi}, window={window}")
+
+    def _init_pattern(self, dilation, global_positions) -> None:
+        """The sparse pattern on top of the sliding window: dilation r, global positions."""
+        self.dilation = check_int("dilation", dilation, low=1)
+        self.global_positions = tuple(check_int(f"global_positions[{n}]", g, low=0)
+                                      for n, g in enumerate(global_positions))
+        if (self.dilation > 1 or self.global_positions) and self.window is None:
+            raise ValueError("dilation, global_positions: a sparse pattern refines the sliding window; "
+                             f"expected a window with dilation={self.dilation}, "
+                             f"global_positions={self.global_positions}, got window=None")
+        if self.dilation > 1 and self.global_positions:
+            raise ValueError("dilation, global_positions: expected one sparse pattern, got both "
+                             f"dilation={self.dilation} and global_positions={self.global_positions}")
 
     def _init_params(self, C, H, G, bias, rng, init_std, out_std, dtype):
         init_std = 0.02 if init_std is None else check_number("init_std", init_std, low=0.0)
@@ -207,10 +222,18 @@ class MultiHeadAttention(Module):
         if not self.causal:
             return None
         if self.window is not None:
-            build = lambda: masks.sliding_window_mask(T, self.window, S, xp=xp)  # noqa: E731
+            build = lambda: self._window_mask(T, S, xp)                          # noqa: E731
         else:
             build = lambda: masks.causal_mask(T, S, xp=xp)                       # noqa: E731
         return _memo(self._masks, (T, S), build)
+
+    def _window_mask(self, T, S, xp):
+        """The sliding window (T, S), dilated or with global positions when asked."""
+        if self.dilation > 1:
+            return masks.dilated_window_mask(T, self.window, self.dilation, S, xp=xp)
+        if self.global_positions:
+            return masks.global_window_mask(T, self.window, self.global_positions, S, xp=xp)
+        return masks.sliding_window_mask(T, self.window, S, xp=xp)
 
     def _alibi_bias(self, T, S, xp):
         """ALiBi's (H, T, S) bias in the parameters' dtype, built once per (T, S)."""

@@ -43,6 +43,9 @@ class BlockSpec:
     window: int | None = None           # sliding-window attention width
     init_std: float = 0.02                   # init init_std of every weight
     out_std: float = 0.02               # init init_std of the projections that feed the residual
+    # ---- attention extensions (issue 15): sparse patterns, attention dropout, RoPE interpolation
+    dilation: int = 1                   # dilated sliding window: every dilation-th key (needs window)
+    global_positions: tuple = ()        # global tokens on top of the sliding window (needs window)
 
 
 def _residual(spec: BlockSpec, sublayer, dropout_rng, dtype) -> Residual:
@@ -55,7 +58,14 @@ def _attention(spec: BlockSpec, rng, dtype, *, causal: bool, cross: bool) -> Mul
                               causal=causal, cross=cross, rope=spec.rope and not cross,
                               rope_layout=spec.rope_layout, alibi=spec.alibi and not cross,
                               window=spec.window if causal else None, rng=rng, init_std=spec.init_std,
-                              out_std=spec.out_std, dtype=dtype)
+                              out_std=spec.out_std, dtype=dtype, **_pattern(spec, causal))
+
+
+def _pattern(spec: BlockSpec, causal: bool) -> dict:
+    """The sparse-pattern arguments of a causal self-attention (none for the others)."""
+    if not causal:
+        return {}
+    return dict(dilation=spec.dilation, global_positions=spec.global_positions)
 
 
 class EncoderBlock(Module):

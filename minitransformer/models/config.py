@@ -45,6 +45,9 @@ class TransformerConfig:
     p_drop: float = 0.0                # probability of dropping, residual and embedding dropout
     bias: bool = True                  # biases in the linear layers
     init_std: float = 0.02             # N(0, init_std²) initialisation of the weights
+    # ---- attention extensions (issue 15): sparse patterns, attention dropout, RoPE interpolation
+    dilation: int = 1                  # > 1: dilated sliding window, every dilation-th key (needs window)
+    global_positions: tuple = ()       # positions that see and are seen by all (global + sliding window)
 
     def __post_init__(self):
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "d_model"):
@@ -69,6 +72,23 @@ class TransformerConfig:
         check_number("eps", self.eps, low=0.0, low_open=True, finite=True)
         check_number("init_std", self.init_std, low=0.0, finite=True)
         check_bool_field("bias", self.bias)
+        self._check_extensions()
+
+    def _check_extensions(self) -> None:
+        """The issue-15 fields: a sparse pattern refines the sliding window, one at a time."""
+        check_int("dilation", self.dilation, low=1)
+        if isinstance(self.global_positions, (str, bytes)) or not hasattr(self.global_positions, "__iter__"):
+            raise TypeError(f"global_positions: expected a sequence of positions, "
+                            f"got {type(self.global_positions).__name__} {self.global_positions!r}")
+        self.global_positions = tuple(check_int(f"global_positions[{n}]", g, low=0, high=self.block_size - 1)
+                                      for n, g in enumerate(self.global_positions))
+        if (self.dilation > 1 or self.global_positions) and self.window is None:
+            raise ValueError("dilation, global_positions: a sparse pattern refines the sliding window; "
+                             f"expected a window with dilation={self.dilation}, "
+                             f"global_positions={self.global_positions}, got window=None")
+        if self.dilation > 1 and self.global_positions:
+            raise ValueError("dilation, global_positions: expected one sparse pattern, got both "
+                             f"dilation={self.dilation} and global_positions={self.global_positions}")
 
     @property
     def head_dim(self) -> int:
@@ -81,7 +101,11 @@ class TransformerConfig:
                          eps=self.eps, activation=self.activation, p_drop=self.p_drop,
                          bias=self.bias, rope=self.position == "rope", rope_layout=self.rope_layout,
                          alibi=self.position == "alibi", window=self.window,
-                         init_std=self.init_std, out_std=out_std)
+                         init_std=self.init_std, out_std=out_std, **self._extension_spec())
+
+    def _extension_spec(self) -> dict:
+        """The BlockSpec fields of the issue-15 extensions."""
+        return dict(dilation=self.dilation, global_positions=self.global_positions)
 
     def to_dict(self) -> dict:
         return asdict(self)
