@@ -12,7 +12,8 @@ from hypothesis import given, settings, strategies as st
 from minitransformer.functional.attention import attention_backward, attention_forward
 from minitransformer.functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from minitransformer.functional.masks import dilated_window_mask, global_window_mask
-from minitransformer.gradcheck import check_module
+from minitransformer.functional._kernels import attention as fast_attention
+from minitransformer.gradcheck import check_module, check_pair
 from minitransformer.layers import KVCache, MultiHeadAttention
 from minitransformer.models import GPT, GPTConfig
 from minitransformer.optim import AdamW
@@ -115,3 +116,76 @@ def test_pattern_config_round_trip_and_errors():
         GPTConfig(**TINY, window=2, global_positions=3)
     with pytest.raises(ValueError, match="dilation: expected an integer in \\[1"):
         MultiHeadAttention(8, 2, causal=True, window=2, dilation=0)
+
+
+# ------------------------------------------------------------------ attention dropout
+def _qkv(seed, B=2, H=2, G=1, T=3, S=4, D=3):
+    return normal_array(seed, (B, H, T, D)), normal_array(seed + 1, (B, G, S, D)), normal_array(seed + 2, (B, G, S, D))
+
+
+@given(seed=seeds, p=st.sampled_from([0.1, 0.5]), causal=st.booleans())
+def test_attention_dropout_gradients_with_a_fixed_mask(seed, p, causal):
+    q, k, v = _qkv(seed)
+    drop_mask = np.random.default_rng(seed).random((2, 2, 3, 4)) >= p
+    mask = np.tril(np.ones((3, 4), bool), k=1) if causal else None
+    inputs = {"q": q, "k": k, "v": v, "mask": mask}
+    result = check_pair(attention_forward, attention_backward, inputs, wrt=("q", "k", "v"), seed=seed,
+                        h=5e-5, tol=TOL, kwargs=dict(p_drop=p, drop_mask=drop_mask))
+    assert result.ok, str(result)
+
+
+def test_attention_dropout_drops_probabilities_and_scales_the_rest():
+    q, k, v = _qkv(0)
+    drop_mask = np.ones((2, 2, 3, 4), bool)
+    drop_mask[:, :, :, 1] = False                                     # key 1 dropped for every query
+    out, cache = attention_forward(q, k, v, p_drop=0.5, drop_mask=drop_mask)
+    P = cache.probs                                                   # P before dropout: rows sum to 1
+    np.testing.assert_allclose(P.sum(-1), 1.0, rtol=1e-12)
+    P_dropped = P.copy()
+    P_dropped[..., 1] = 0.0
+    expected = 2.0 * np.einsum("bhts,bsd->bhtd", P_dropped, v[:, 0])  # 1 / (1 - 0.5) = 2, G = 1
+    np.testing.assert_allclose(out, expected, rtol=1e-12)
+    _, dk, dv = attention_backward(np.ones_like(out), cache)[:3]
+    assert np.all(dv[:, :, 1] == 0)                                   # a dropped key passes no value gradient
+
+
+def test_attention_dropout_is_the_identity_in_eval_and_at_p_0():
+    q, k, v = _qkv(1)
+    plain = attention_forward(q, k, v)[0]
+    rng = np.random.default_rng(0)
+    np.testing.assert_array_equal(attention_forward(q, k, v, p_drop=0.3, rng=rng, training=False)[0], plain)
+    np.testing.assert_array_equal(attention_forward(q, k, v, p_drop=0.0, rng=rng)[0], plain)
+    with pytest.raises(ValueError, match="rng: dropout with p_drop=0.3 in training needs a generator"):
+        attention_forward(q, k, v, p_drop=0.3)
+
+
+def test_fast_twin_hands_attention_dropout_to_the_plain_form():
+    q, k, v = _qkv(2)
+    drop_mask = np.random.default_rng(3).random((2, 2, 3, 4)) >= 0.3
+    out, cache = attention_forward(q, k, v, p_drop=0.3, drop_mask=drop_mask)
+    out_fast, cache_fast = fast_attention.attention_forward(q, k, v, p_drop=0.3, drop_mask=drop_mask)
+    np.testing.assert_array_equal(out_fast, out)
+    dout = normal_array(4, out.shape)
+    for a, b in zip(attention_backward(dout, cache), fast_attention.attention_backward(dout, cache_fast)):
+        np.testing.assert_array_equal(a, b)
+
+
+@settings(max_examples=4)
+@given(seed=seeds)
+def test_gpt_with_attention_dropout_gradients_with_its_generator_replayed(seed):
+    model = GPT(GPTConfig(**TINY, attn_p_drop=0.3), rng=seed % 1000, dtype=F64)
+    ids = np.random.default_rng(seed).integers(0, 7, (2, 6))
+    result = check_module(model, ids, seed=seed, max_coords=12, tol=1e-6)
+    assert result.ok, str(result)
+
+
+def test_gpt_attention_dropout_in_train_and_eval_mode():
+    ids = np.random.default_rng(0).integers(0, 7, (2, 6))
+    without = GPT(GPTConfig(**TINY), rng=0, dtype=F64).eval().forward(ids)
+    model = GPT(GPTConfig(**TINY, attn_p_drop=0.5), rng=0, dtype=F64)
+    np.testing.assert_array_equal(model.eval().forward(ids), without)           # eval: the identity
+    assert not np.allclose(model.train().forward(ids), without)                  # train: masks drawn
+    layer = model.blocks[0].attn.sublayer
+    assert layer.rng is model.embed.dropout.rng                                  # one dropout generator
+    with pytest.raises(ValueError, match="attn_p_drop: expected"):
+        GPTConfig(**TINY, attn_p_drop=1.0)

@@ -76,7 +76,7 @@ class MultiHeadAttention(Module):
                  rope_layout: str = "interleaved", rope_base: float = 10000.0, alibi: bool = False,
                  window: int | None = None, rng=None, init_std: float | None = None,
                  out_std: float | None = None, dtype=np.float32, dilation: int = 1,
-                 global_positions=()):
+                 global_positions=(), attn_p_drop: float = 0.0, dropout_rng=None):
         super().__init__()
         C = check_int("d_model", d_model, low=1)
         H = check_int("n_head", n_head, low=1)
@@ -91,6 +91,7 @@ class MultiHeadAttention(Module):
         self._masks, self._biases = {}, {}     # (T, S) -> mask / ALiBi bias, built once
         self._decoding = False                 # True after a forward with a kv_cache
         self._init_pattern(dilation, global_positions)
+        self._init_dropout(attn_p_drop, dropout_rng)
 
     @staticmethod
     def _check_config(C, H, G, causal, cross, rope, rope_layout, alibi, window):
@@ -125,6 +126,12 @@ class MultiHeadAttention(Module):
             raise ValueError("dilation, global_positions: expected one sparse pattern, got both "
                              f"dilation={self.dilation} and global_positions={self.global_positions}")
 
+    def _init_dropout(self, attn_p_drop, dropout_rng) -> None:
+        """Attention dropout on P: its probability and, when it is on, its generator ``self.rng``
+        (the name Dropout uses: training and the gradient checker find and replay it)."""
+        self.attn_p_drop = check_number("attn_p_drop", attn_p_drop, low=0.0, high=1.0, high_open=True)
+        self.rng = default_rng(dropout_rng) if self.attn_p_drop > 0 else None
+
     def _init_params(self, C, H, G, bias, rng, init_std, out_std, dtype):
         init_std = 0.02 if init_std is None else check_number("init_std", init_std, low=0.0)
         out_std = init_std if out_std is None else check_number("out_std", out_std, low=0.0)
@@ -150,11 +157,17 @@ class MultiHeadAttention(Module):
             q, k, v, caches = self._project_self(x, kv_cache)
         mask = masks.combine_masks(self._time_mask(T, S, xp), padding)
         bias = self._alibi_bias(T, S, xp) if self.slopes is not None else None
-        o, attn = fast(attention_forward)(q, k, v, mask, bias)                     # (B, H, T, D)
+        o, attn = self._attend(q, k, v, mask, bias)                                # (B, H, T, D)
         y, out = linear_forward(merge_heads(o), self.W_o, self.params.get("b_o"))  # (B, T, C)
         self._decoding = kv_cache is not None
         self._save(None if self._decoding else MHACache(*caches, attn, out))
         return y
+
+    def _attend(self, q, k, v, mask, bias):
+        """attention_forward, with attention dropout on P in training when attn_p_drop > 0."""
+        if self.rng is None or not self.training:
+            return fast(attention_forward)(q, k, v, mask, bias)                     # (B, H, T, D)
+        return fast(attention_forward)(q, k, v, mask, bias, p_drop=self.attn_p_drop, rng=self.rng)
 
     def _project_self(self, x, kv_cache):
         """x -> q (B, H, T, D), k, v (B, G, S, D) and the caches (proj, None, rope)."""
