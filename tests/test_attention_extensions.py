@@ -11,7 +11,11 @@ from hypothesis import given, settings, strategies as st
 
 from minitransformer.functional.attention import attention_backward, attention_forward
 from minitransformer.functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
+from minitransformer.cli import main
 from minitransformer.functional.masks import dilated_window_mask, global_window_mask
+from minitransformer.functional.rope import rope_backward, rope_forward
+from minitransformer.plots.context import interpolation_figure
+from minitransformer.training.context import position_losses
 from minitransformer.functional._kernels import attention as fast_attention
 from minitransformer.gradcheck import check_module, check_pair
 from minitransformer.layers import KVCache, MultiHeadAttention
@@ -189,3 +193,75 @@ def test_gpt_attention_dropout_in_train_and_eval_mode():
     assert layer.rng is model.embed.dropout.rng                                  # one dropout generator
     with pytest.raises(ValueError, match="attn_p_drop: expected"):
         GPTConfig(**TINY, attn_p_drop=1.0)
+
+
+# ------------------------------------------------------------------ RoPE position interpolation
+@given(m=st.integers(0, 50), s=st.sampled_from([2, 3, 4, 8]), seed=seeds, layout=st.sampled_from(["interleaved", "half"]))
+def test_rope_scale_s_at_position_s_m_is_scale_1_at_m(m, s, seed, layout):
+    x = normal_array(seed, (1, 2, 3, 6))
+    scaled, _ = rope_forward(x, offset=s * m, layout=layout, scale=float(s))  # positions s·m, s·m+1, s·m+2
+    plain, _ = rope_forward(x[:, :, :1], offset=m, layout=layout)          # position m
+    np.testing.assert_array_equal(scaled[:, :, :1], plain)                   # (s·m)/s = m exactly in float64
+    # and the next positions turn by 1/s of a plain step: position s·m + 1 is plain position m + 1/s
+    theta = 10000.0 ** (-np.arange(0, 6, 2) / 6)
+    angle = (s * m + 1) / s * theta
+    a, b = (x[..., 1, 0::2], x[..., 1, 1::2]) if layout == "interleaved" else (x[..., 1, :3], x[..., 1, 3:])
+    ya = scaled[..., 1, 0::2] if layout == "interleaved" else scaled[..., 1, :3]
+    np.testing.assert_allclose(ya, a * np.cos(angle) - b * np.sin(angle), rtol=0, atol=1e-12)
+
+
+@given(seed=seeds, offset=st.integers(0, 20), scale=st.sampled_from([0.5, 2.0, 3.7]))
+def test_rope_with_scale_gradients(seed, offset, scale):
+    inputs = {"x": normal_array(seed, (2, 2, 3, 4))}
+    result = check_pair(rope_forward, rope_backward, inputs, seed=seed, tol=TOL,
+                        kwargs=dict(offset=offset, scale=scale))
+    assert result.ok, str(result)
+
+
+def test_rope_scale_with_kv_cache_matches_full_forward():
+    layer = mha(rope=True, rope_scale=2.5)
+    x = normal_array(1, (2, 6, 8))
+    full = layer.forward(x)
+    cache, outputs = KVCache(), []
+    for t in range(6):
+        outputs.append(layer.forward(x[:, t:t + 1], kv_cache=cache))
+    np.testing.assert_allclose(np.concatenate(outputs, axis=1), full, rtol=0, atol=1e-12)
+
+
+def test_rope_scale_errors():
+    with pytest.raises(ValueError, match="scale: expected a number in \\(0"):
+        rope_forward(normal_array(0, (1, 1, 2, 4)), scale=0.0)
+    with pytest.raises(ValueError, match="rope_scale: position interpolation scales RoPE's angles"):
+        GPTConfig(**TINY, rope_scale=2.0)
+
+
+def test_position_losses_are_the_per_position_cross_entropy():
+    model = GPT(GPTConfig(**TINY, position="rope"), rng=0, dtype=F64).eval()
+    ids = np.random.default_rng(0).integers(0, 7, 40)
+    losses = position_losses(model, ids, 6, n_windows=3)
+    starts = [0, 16, 33]                                         # linspace(0, 40 - 6 - 1, 3)
+    logits = model.forward(np.stack([ids[o:o + 6] for o in starts]))  # (3, 6, V)
+    expected = np.zeros(6)
+    for w, o in enumerate(starts):
+        for t in range(6):
+            z = logits[w, t]
+            expected[t] += (np.log(np.exp(z - z.max()).sum()) + z.max() - z[ids[o + t + 1]]) / 3
+    np.testing.assert_allclose(losses, expected, rtol=1e-12)
+    longer = position_losses(model, ids, 12, n_windows=3)        # past block_size = 8: runs
+    assert longer.shape == (12,) and np.all(np.isfinite(longer))
+    with pytest.raises(ValueError, match="model: learned positions have no rows past block_size"):
+        position_losses(GPT(GPTConfig(**TINY), rng=0), ids, 12)
+
+
+def test_interpolation_figure_data(tmp_path):
+    losses = {"a": np.arange(8.0), "b": np.ones(8)}
+    _, data = interpolation_figure(losses, 4, path=tmp_path / "i.png")
+    assert data["mean_within"] == {"a": 1.5, "b": 1.0} and data["mean_beyond"] == {"a": 5.5, "b": 1.0}
+    assert (tmp_path / "i.png").read_bytes().startswith(b"\x89PNG")
+    with pytest.raises(ValueError, match="losses: expected 1-D curves of one nonzero length"):
+        interpolation_figure({"a": np.ones(3), "b": np.ones(4)}, 2)
+
+
+def test_figures_command_draws_the_interpolation_figure(tmp_path, capsys):
+    assert main(["figures", "--out", str(tmp_path), "--only", "interpolation", "--steps", "1"]) == 0
+    assert (tmp_path / "rope_interpolation.png").read_bytes().startswith(b"\x89PNG")

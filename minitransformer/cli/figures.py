@@ -21,6 +21,7 @@ needs cannot be imported; any other error is a bug and stops the command. A bad
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import time
@@ -193,6 +194,29 @@ def _gradcheck(path, source, args):
     gradcheck_errors([(name, check()) for name, check in layer_checks(args.seed)], path=path)
 
 
+CONTEXT_GPT = dict(block_size=32, n_layer=2, n_head=4, d_model=64, position="rope")
+
+
+@functools.lru_cache(maxsize=1)
+def _context_gpt(steps: int, seed: int):
+    """The RoPE GPT of the context-length figures, trained once per (steps, seed)."""
+    from ..training.context import train_char_gpt
+    print(f"training a tiny RoPE GPT (block {CONTEXT_GPT['block_size']}) for {steps} steps "
+          "for the context-length figures")
+    return train_char_gpt(steps, seed=seed, **CONTEXT_GPT)
+
+
+def _interpolation(path, source, args):
+    from ..plots.context import interpolation_figure
+    from ..training.context import position_losses
+    model, _, _, val_ids = _context_gpt(args.steps, args.seed)
+    T = model.config.block_size
+    losses = {"plain RoPE (extrapolation)": position_losses(model, val_ids, 2 * T, n_windows=64),
+              "position interpolation, scale 2": position_losses(model, val_ids, 2 * T, n_windows=64,
+                                                                 rope_scale=2.0)}
+    interpolation_figure(losses, T, path=path)
+
+
 # (name for --only, file name, draw(path, model source, args))
 FIGURES = (
     ("loss", "loss_curve.png", _loss),
@@ -209,5 +233,6 @@ FIGURES = (
     ("smoothing", "label_smoothing.png", _draw(training.label_smoothing)),
     ("norms", "prenorm_vs_postnorm.png", _draw(gradients.prenorm_vs_postnorm, seeded=True)),
     ("gradcheck", "gradcheck_errors.png", _gradcheck),
+    ("interpolation", "rope_interpolation.png", _interpolation),
 )
 _NEEDS_MODEL = ("loss", "attention-head", "attention-grid")

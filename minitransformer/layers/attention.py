@@ -76,7 +76,8 @@ class MultiHeadAttention(Module):
                  rope_layout: str = "interleaved", rope_base: float = 10000.0, alibi: bool = False,
                  window: int | None = None, rng=None, init_std: float | None = None,
                  out_std: float | None = None, dtype=np.float32, dilation: int = 1,
-                 global_positions=(), attn_p_drop: float = 0.0, dropout_rng=None):
+                 global_positions=(), attn_p_drop: float = 0.0, dropout_rng=None,
+                 rope_scale: float = 1.0):
         super().__init__()
         C = check_int("d_model", d_model, low=1)
         H = check_int("n_head", n_head, low=1)
@@ -92,6 +93,7 @@ class MultiHeadAttention(Module):
         self._decoding = False                 # True after a forward with a kv_cache
         self._init_pattern(dilation, global_positions)
         self._init_dropout(attn_p_drop, dropout_rng)
+        self.rope_scale = check_number("rope_scale", rope_scale, low=0.0, low_open=True, finite=True)
 
     @staticmethod
     def _check_config(C, H, G, causal, cross, rope, rope_layout, alibi, window):
@@ -178,7 +180,7 @@ class MultiHeadAttention(Module):
         rope = None
         if self.rope:   # q and k sit side by side: one call rotates both with one table
             offset = kv_cache.length if kv_cache is not None else 0
-            qk, rope = rope_forward(qk, offset, self.rope_base, self.rope_layout)  # (B, H+G, T, D)
+            qk, rope = rope_forward(qk, offset, self.rope_base, self.rope_layout, self.rope_scale)  # (B, H+G, T, D)
         q, k = qk[:, :H], qk[:, H:]                                          # (B, H, T, D), (B, G, T, D)
         if kv_cache is not None:
             k, v = kv_cache.append(k, v)                                     # (B, G, S, D), S = past + T

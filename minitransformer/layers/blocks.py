@@ -47,6 +47,7 @@ class BlockSpec:
     dilation: int = 1                   # dilated sliding window: every dilation-th key (needs window)
     global_positions: tuple = ()        # global tokens on top of the sliding window (needs window)
     attn_p_drop: float = 0.0            # attention dropout on the probabilities P
+    rope_scale: float = 1.0             # RoPE position interpolation: position m rotated as m / rope_scale
 
 
 def _residual(spec: BlockSpec, sublayer, dropout_rng, dtype) -> Residual:
@@ -61,7 +62,7 @@ def _attention(spec: BlockSpec, rng, dtype, *, causal: bool, cross: bool,
                               rope_layout=spec.rope_layout, alibi=spec.alibi and not cross,
                               window=spec.window if causal else None, rng=rng, init_std=spec.init_std,
                               out_std=spec.out_std, dtype=dtype, attn_p_drop=spec.attn_p_drop,
-                              dropout_rng=dropout_rng, **_pattern(spec, causal))
+                              dropout_rng=dropout_rng, rope_scale=spec.rope_scale, **_pattern(spec, causal))
 
 
 def _pattern(spec: BlockSpec, causal: bool) -> dict:

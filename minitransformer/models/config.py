@@ -49,6 +49,7 @@ class TransformerConfig:
     dilation: int = 1                  # > 1: dilated sliding window, every dilation-th key (needs window)
     global_positions: tuple = ()       # positions that see and are seen by all (global + sliding window)
     attn_p_drop: float = 0.0           # attention dropout: probability of dropping an entry of P
+    rope_scale: float = 1.0            # RoPE position interpolation: position m is rotated as m / rope_scale
 
     def __post_init__(self):
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "d_model"):
@@ -79,6 +80,10 @@ class TransformerConfig:
         """The issue-15 fields: a sparse pattern refines the sliding window, one at a time."""
         check_int("dilation", self.dilation, low=1)
         check_number("attn_p_drop", self.attn_p_drop, low=0.0, high=1.0, high_open=True)
+        check_number("rope_scale", self.rope_scale, low=0.0, low_open=True, finite=True)
+        if self.rope_scale != 1.0 and self.position != "rope":
+            raise ValueError(f"rope_scale: position interpolation scales RoPE's angles; expected "
+                             f"position='rope' with rope_scale={self.rope_scale}, got position={self.position!r}")
         if isinstance(self.global_positions, (str, bytes)) or not hasattr(self.global_positions, "__iter__"):
             raise TypeError(f"global_positions: expected a sequence of positions, "
                             f"got {type(self.global_positions).__name__} {self.global_positions!r}")
@@ -108,7 +113,7 @@ class TransformerConfig:
     def _extension_spec(self) -> dict:
         """The BlockSpec fields of the issue-15 extensions."""
         return dict(dilation=self.dilation, global_positions=self.global_positions,
-                    attn_p_drop=self.attn_p_drop)
+                    attn_p_drop=self.attn_p_drop, rope_scale=self.rope_scale)
 
     def to_dict(self) -> dict:
         return asdict(self)
