@@ -14,11 +14,14 @@ from minitransformer.functional.cross_entropy import cross_entropy_backward, cro
 from minitransformer.cli import main
 from minitransformer.functional.masks import dilated_window_mask, global_window_mask
 from minitransformer.functional.rope import rope_backward, rope_forward
-from minitransformer.plots.context import interpolation_figure
+from minitransformer.plots.context import interpolation_figure, sinks_figure
 from minitransformer.training.context import position_losses
 from minitransformer.functional._kernels import attention as fast_attention
 from minitransformer.gradcheck import check_module, check_pair
-from minitransformer.layers import KVCache, MultiHeadAttention
+from minitransformer.functional.softmax import log_softmax_forward
+from minitransformer.generation.generate import generate
+from minitransformer.generation.streaming import streaming_nll
+from minitransformer.layers import KVCache, MultiHeadAttention, SinkKVCache
 from minitransformer.models import GPT, GPTConfig
 from minitransformer.optim import AdamW
 from strategies import normal_array, seeds
@@ -265,3 +268,106 @@ def test_interpolation_figure_data(tmp_path):
 def test_figures_command_draws_the_interpolation_figure(tmp_path, capsys):
     assert main(["figures", "--out", str(tmp_path), "--only", "interpolation", "--steps", "1"]) == 0
     assert (tmp_path / "rope_interpolation.png").read_bytes().startswith(b"\x89PNG")
+
+
+# ------------------------------------------------------------------ attention sinks
+def _keys(positions):
+    """(1, 1, T, 2) keys whose entries are their text positions, to read back after eviction."""
+    p = np.asarray(positions, dtype=np.float64)
+    return np.stack([p, -p], axis=-1)[None, None]
+
+
+def test_sink_cache_keeps_the_sinks_and_the_recent_window():
+    cache = SinkKVCache(n_sink=2, window=3)                 # keeps 2 sinks + the 2 most recent
+    held = []
+    for t in range(7):
+        k, _ = cache.append(_keys([t]), _keys([t]))
+        held.append(cache.positions.tolist())
+        assert k[0, 0, -1, 0] == t                          # this step sees the new key last
+    assert held == [[0], [0, 1], [0, 1, 2], [0, 1, 2, 3], [0, 1, 3, 4], [0, 1, 4, 5], [0, 1, 5, 6]]
+    np.testing.assert_array_equal(cache.k[0, 0, :, 0], [0, 1, 5, 6])
+    np.testing.assert_array_equal(cache.v[0, 0, :, 1], [0, -1, -5, -6])
+    assert cache.length == 4 and cache.seen == 7
+
+
+def test_sink_cache_prompt_in_one_step_then_single_tokens():
+    cache = SinkKVCache(n_sink=1, window=3)
+    k, v = cache.append(_keys(range(6)), _keys(range(6)))   # a 6-token prompt: all 6 seen this step
+    assert k.shape == (1, 1, 6, 2) and cache.positions.tolist() == [0, 4, 5]
+    # the prompt's queries see the sink and their own window of 3 (the mask of this step)
+    np.testing.assert_array_equal(cache.step_mask(6, 6, np), np.array([[1, 0, 0, 0, 0, 0],
+                                                                        [1, 1, 0, 0, 0, 0],
+                                                                        [1, 1, 1, 0, 0, 0],
+                                                                        [1, 1, 1, 1, 0, 0],
+                                                                        [1, 0, 1, 1, 1, 0],
+                                                                        [1, 0, 0, 1, 1, 1]], bool))
+    k, _ = cache.append(_keys([6]), _keys([6]))
+    np.testing.assert_array_equal(k[0, 0, :, 0], [0, 4, 5, 6])  # sink + window of 3, itself included
+    assert cache.positions.tolist() == [0, 5, 6]
+    plain = SinkKVCache(n_sink=0, window=2)                 # no sinks: a sliding window
+    for t in range(4):
+        plain.append(_keys([t]), _keys([t]))
+    assert plain.positions.tolist() == [3]
+
+
+def _streaming_model(position, n_layer=2, seed=0):
+    config = GPTConfig(vocab_size=7, block_size=8, n_layer=n_layer, n_head=2, d_model=8, d_ff=12,
+                       init_std=0.4, position=position)
+    return GPT(config, rng=seed, dtype=F64).eval()
+
+
+@pytest.mark.parametrize("position", ["rope", "alibi", "none"])
+def test_streaming_with_everything_kept_is_the_full_forward(position):
+    model = _streaming_model(position)
+    ids = np.random.default_rng(0).integers(0, 7, (2, 8))
+    logp = log_softmax_forward(model.forward(ids[:, :-1]))[0]               # (2, 7, V)
+    expected = -np.take_along_axis(logp, ids[:, 1:, None], axis=-1)[..., 0]
+    np.testing.assert_allclose(streaming_nll(model, ids, window=6, n_sink=2), expected, rtol=1e-10)
+
+
+@pytest.mark.parametrize("position", ["rope", "alibi"])
+def test_one_layer_streaming_is_a_fresh_forward_on_the_kept_tokens(position):
+    """One layer: a key depends only on its token and its slot, so the step at text position t
+    equals a forward from scratch over the sinks then the window, at slots 0, 1, ..."""
+    model = _streaming_model(position, n_layer=1)
+    ids = np.random.default_rng(1).integers(0, 7, (1, 20))
+    nll = streaming_nll(model, ids, window=4, n_sink=2)                     # (1, 19)
+    for t in (5, 11, 18):
+        kept = np.concatenate([ids[:, :2], ids[:, t - 3:t + 1]], axis=1)    # sinks 0, 1 and t-3 .. t
+        logp = log_softmax_forward(model.forward(kept)[:, -1])[0]           # (1, V)
+        assert nll[0, t] == pytest.approx(-logp[0, ids[0, t + 1]], rel=1e-10)
+
+
+@pytest.mark.parametrize("strategy", ["greedy", "beam"])
+def test_generation_runs_past_block_size_with_a_rolling_cache(strategy):
+    model = _streaming_model("rope")
+    prompt = np.array([[1, 2, 3], [4, 5, 6]])
+    out = generate(model, prompt, 30, strategy=strategy, beam_size=2, cache_window=5, n_sink=2)
+    assert out.shape == (2, 33) and out.dtype == np.int64                   # block_size is 8
+    np.testing.assert_array_equal(out[:, :3], prompt)
+    with pytest.raises(ValueError, match="max_new_tokens: with use_cache a prompt of 3 tokens"):
+        generate(model, prompt, 30)                                          # the plain cache cannot slide
+
+
+def test_rolling_cache_refusals_are_clear():
+    prompt = np.array([[1, 2, 3]])
+    with pytest.raises(ValueError, match="learned absolute positions cannot go past block_size=8"):
+        generate(_streaming_model("learned"), prompt, 10, cache_window=4)
+    with pytest.raises(ValueError, match="n_sink \\+ window must fit block_size=8, got n_sink=4 \\+ window=6"):
+        generate(_streaming_model("rope"), prompt, 10, cache_window=6, n_sink=4)
+    with pytest.raises(ValueError, match="cache_window: a rolling cache needs use_cache=True"):
+        generate(_streaming_model("rope"), prompt, 10, cache_window=4, use_cache=False)
+    with pytest.raises(ValueError, match="n_sink: attention sinks belong to a rolling cache"):
+        _streaming_model("rope").new_cache(n_sink=2)
+
+
+def test_sinks_figure_data(tmp_path):
+    _, data = sinks_figure({"sinks": np.full(10, np.log(3.0)), "window": np.full(10, np.log(5.0))}, 4,
+                           smooth=2, path=tmp_path / "s.png")
+    assert data["perplexity"]["sinks"] == pytest.approx(3.0) and data["perplexity"]["window"] == pytest.approx(5.0)
+    assert (tmp_path / "s.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_figures_command_draws_the_sinks_figure(tmp_path, capsys):
+    assert main(["figures", "--out", str(tmp_path), "--only", "sinks", "--steps", "1"]) == 0
+    assert (tmp_path / "attention_sinks.png").read_bytes().startswith(b"\x89PNG")

@@ -217,6 +217,18 @@ def _interpolation(path, source, args):
     interpolation_figure(losses, T, path=path)
 
 
+def _sinks(path, source, args):
+    from ..generation.streaming import streaming_nll
+    from ..plots.context import sinks_figure
+    model, _, _, val_ids = _context_gpt(args.steps, args.seed)
+    T, N, B = model.config.block_size, 8 * model.config.block_size, 8
+    starts = np.linspace(0, len(val_ids) - N - 1, B).astype(np.int64)
+    ids = val_ids[starts[:, None] + np.arange(N)]                         # (B, N) held-out text
+    nll = {"4 sinks + window 16": streaming_nll(model, ids, window=16, n_sink=4).mean(axis=0),
+           "window 16, no sinks": streaming_nll(model, ids, window=16, n_sink=0).mean(axis=0)}
+    sinks_figure(nll, T, path=path)
+
+
 # (name for --only, file name, draw(path, model source, args))
 FIGURES = (
     ("loss", "loss_curve.png", _loss),
@@ -234,5 +246,6 @@ FIGURES = (
     ("norms", "prenorm_vs_postnorm.png", _draw(gradients.prenorm_vs_postnorm, seeded=True)),
     ("gradcheck", "gradcheck_errors.png", _gradcheck),
     ("interpolation", "rope_interpolation.png", _interpolation),
+    ("sinks", "attention_sinks.png", _sinks),
 )
 _NEEDS_MODEL = ("loss", "attention-head", "attention-grid")

@@ -44,7 +44,7 @@ from ..functional.linear import linear_backward, linear_forward
 from ..functional.rope import LAYOUTS, rope_backward, rope_forward
 from ..validate import (check_bool, check_broadcastable, check_choice, check_dim, check_dtype_like,
                         check_float, check_int, check_ndim, check_number, check_same_shape)
-from .kv_cache import KVCache
+from .kv_cache import KVCache, SinkKVCache
 from .module import Module
 
 _MEMO_SIZE = 8   # masks / ALiBi biases kept per layer, for the (T, S) shapes seen last
@@ -157,7 +157,7 @@ class MultiHeadAttention(Module):
             q, k, v, caches = self._project_cross(x, memory, kv_cache)
         else:
             q, k, v, caches = self._project_self(x, kv_cache)
-        mask = masks.combine_masks(self._time_mask(T, S, xp), padding)
+        mask = masks.combine_masks(self._time_mask(T, S, xp), padding, self._sink_mask(kv_cache, T, S, xp))
         bias = self._alibi_bias(T, S, xp) if self.slopes is not None else None
         o, attn = self._attend(q, k, v, mask, bias)                                # (B, H, T, D)
         y, out = linear_forward(merge_heads(o), self.W_o, self.params.get("b_o"))  # (B, T, C)
@@ -173,6 +173,8 @@ class MultiHeadAttention(Module):
 
     def _project_self(self, x, kv_cache):
         """x -> q (B, H, T, D), k, v (B, G, S, D) and the caches (proj, None, rope)."""
+        if isinstance(kv_cache, SinkKVCache):
+            return self._project_self_sinks(x, kv_cache)
         H, n_kv_head = self.n_head, self.n_kv_head
         qkv, proj = linear_forward(x, self.W_qkv, self.params.get("b_qkv"))  # (B, T, (H+2G)·D)
         heads = split_heads(qkv, self.head_dim)                             # (B, H+2G, T, D) view
@@ -185,6 +187,21 @@ class MultiHeadAttention(Module):
         if kv_cache is not None:
             k, v = kv_cache.append(k, v)                                     # (B, G, S, D), S = past + T
         return q, k, v, (proj, None, rope)
+
+    def _project_self_sinks(self, x, kv_cache):
+        """With a rolling SinkKVCache: positions are cache slots (StreamingLLM). The cache holds
+        keys before RoPE; all S held + new keys are rotated by their slots 0 .. S-1 and the T
+        queries by the last T slots. Decoding only: no backward caches."""
+        H, n_kv_head, T = self.n_head, self.n_kv_head, x.shape[1]
+        qkv, _ = linear_forward(x, self.W_qkv, self.params.get("b_qkv"))    # (B, T, (H+2G)·D)
+        heads = split_heads(qkv, self.head_dim)                             # (B, H+2G, T, D) view
+        q, k, v = heads[:, :H], heads[:, H:H + n_kv_head], heads[:, H + n_kv_head:]
+        k, v = kv_cache.append(k, v)                                         # (B, G, S, D) slots 0 .. S-1
+        if self.rope:
+            S = k.shape[2]
+            q, _ = rope_forward(q, S - T, self.rope_base, self.rope_layout, self.rope_scale)  # (B, H, T, D)
+            k, _ = rope_forward(k, 0, self.rope_base, self.rope_layout, self.rope_scale)      # (B, G, S, D)
+        return q, k, v, (None, None, None)
 
     def _project_cross(self, x, memory, kv_cache):
         """x, memory -> q (B, H, T, D), k, v (B, G, S, D) and the caches (proj, proj_kv, None)."""
@@ -241,6 +258,11 @@ class MultiHeadAttention(Module):
         else:
             build = lambda: masks.causal_mask(T, S, xp=xp)                       # noqa: E731
         return _memo(self._masks, (T, S), build)
+
+    @staticmethod
+    def _sink_mask(kv_cache, T, S, xp):
+        """A rolling SinkKVCache's (T, S) mask (sinks + window over slots); None for other caches."""
+        return kv_cache.step_mask(T, S, xp) if isinstance(kv_cache, SinkKVCache) else None
 
     def _window_mask(self, T, S, xp):
         """The sliding window (T, S), dilated or with global positions when asked."""
