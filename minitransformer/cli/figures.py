@@ -211,10 +211,10 @@ def _interpolation(path, source, args):
     from ..training.context import position_losses
     model, _, _, val_ids = _context_gpt(args.steps, args.seed)
     T = model.config.block_size
-    losses = {"plain RoPE (extrapolation)": position_losses(model, val_ids, 2 * T, n_windows=64),
-              "position interpolation, scale 2": position_losses(model, val_ids, 2 * T, n_windows=64,
+    losses = {"plain RoPE (extrapolation)": position_losses(model, val_ids, 2 * T, n_windows=256),
+              "position interpolation, scale 2": position_losses(model, val_ids, 2 * T, n_windows=256,
                                                                  rope_scale=2.0)}
-    interpolation_figure(losses, T, path=path)
+    interpolation_figure(losses, T, smooth=3, path=path)
 
 
 def _sinks(path, source, args):

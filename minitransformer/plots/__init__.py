@@ -10,6 +10,7 @@ gelu_forward, a mask figure calls causal_mask.
     masks.py         causal_table, key_padding_figure, attention_patterns
     attention.py     attention_map, attention_grid
     gradients.py     prenorm_vs_postnorm, gradcheck_errors
+    context.py       interpolation_figure, sinks_figure (curves measured past the context)
     pretrained.py    the attention maps of a real pretrained model (all-MiniLM-L6-v2)
 
 ``python -m minitransformer figures`` writes them all (cli/figures.py).
