@@ -47,7 +47,7 @@ class TransformerConfig:
     init_std: float = 0.02             # N(0, init_std²) initialisation of the weights
     # ---- attention extensions (issue 15): sparse patterns, attention dropout, RoPE interpolation
     dilation: int = 1                  # > 1: dilated sliding window, every dilation-th key (needs window)
-    global_positions: tuple = ()       # positions that see and are seen by all (global + sliding window)
+    global_positions: list = ()        # positions that see and are seen by all (global + sliding window)
     attn_p_drop: float = 0.0           # attention dropout: probability of dropping an entry of P
     rope_scale: float = 1.0            # RoPE position interpolation: position m is rotated as m / rope_scale
 
@@ -87,8 +87,9 @@ class TransformerConfig:
         if isinstance(self.global_positions, (str, bytes)) or not hasattr(self.global_positions, "__iter__"):
             raise TypeError(f"global_positions: expected a sequence of positions, "
                             f"got {type(self.global_positions).__name__} {self.global_positions!r}")
-        self.global_positions = tuple(check_int(f"global_positions[{n}]", g, low=0, high=self.block_size - 1)
-                                      for n, g in enumerate(self.global_positions))
+        # a list, as JSON gives it back: a checkpoint's config round-trips unchanged
+        self.global_positions = [check_int(f"global_positions[{n}]", g, low=0, high=self.block_size - 1)
+                                 for n, g in enumerate(self.global_positions)]
         if (self.dilation > 1 or self.global_positions) and self.window is None:
             raise ValueError("dilation, global_positions: a sparse pattern refines the sliding window; "
                              f"expected a window with dilation={self.dilation}, "
@@ -112,7 +113,7 @@ class TransformerConfig:
 
     def _extension_spec(self) -> dict:
         """The BlockSpec fields of the issue-15 extensions."""
-        return dict(dilation=self.dilation, global_positions=self.global_positions,
+        return dict(dilation=self.dilation, global_positions=tuple(self.global_positions),
                     attn_p_drop=self.attn_p_drop, rope_scale=self.rope_scale)
 
     def to_dict(self) -> dict:
