@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from minitransformer.functional.masks import (additive_mask, causal_mask, combine_masks,
+                                              dilated_window_mask, global_window_mask,
                                               key_padding_mask, sliding_window_mask)
 
 
@@ -98,3 +99,52 @@ def test_errors_name_the_argument():
         key_padding_mask(padding=np.zeros((2, 3)))
     with pytest.raises(TypeError, match="lengths: expected an integer array"):
         key_padding_mask(np.array([1.0]), 3)
+
+
+# ------------------------------------------------------------------ sparse patterns
+def test_dilated_window_pattern_written_out():
+    # window 3, dilation 2: query p sees p, p - 2, p - 4.
+    np.testing.assert_array_equal(dilated_window_mask(6, 3, 2), bools([[1, 0, 0, 0, 0, 0],
+                                                                       [0, 1, 0, 0, 0, 0],
+                                                                       [1, 0, 1, 0, 0, 0],
+                                                                       [0, 1, 0, 1, 0, 0],
+                                                                       [1, 0, 1, 0, 1, 0],
+                                                                       [0, 1, 0, 1, 0, 1]]))
+    # One new query at position 5 after 5 cached keys, window 2, dilation 3: keys 5 and 2.
+    np.testing.assert_array_equal(dilated_window_mask(1, 2, 3, 6), bools([[0, 0, 1, 0, 0, 1]]))
+
+
+def test_global_window_pattern_written_out():
+    # window 2, global positions 0 and 3: column 0 and 3 seen by every later query,
+    # row 3 sees its whole past.
+    np.testing.assert_array_equal(global_window_mask(6, 2, (0, 3)), bools([[1, 0, 0, 0, 0, 0],
+                                                                           [1, 1, 0, 0, 0, 0],
+                                                                           [1, 1, 1, 0, 0, 0],
+                                                                           [1, 1, 1, 1, 0, 0],
+                                                                           [1, 0, 0, 1, 1, 0],
+                                                                           [1, 0, 0, 1, 1, 1]]))
+    # Two new queries at positions 4, 5 after 4 cached keys: the last two rows above.
+    np.testing.assert_array_equal(global_window_mask(2, 2, (0, 3), 6), bools([[1, 0, 0, 1, 1, 0],
+                                                                              [1, 0, 0, 1, 1, 1]]))
+
+
+@given(T=st.integers(1, 6), extra=st.integers(0, 4), window=st.integers(1, 4), dilation=st.integers(1, 3))
+def test_sparse_patterns_with_cached_keys_are_the_last_rows(T, extra, window, dilation):
+    S = T + extra
+    np.testing.assert_array_equal(dilated_window_mask(T, window, dilation, S),
+                                  dilated_window_mask(S, window, dilation)[S - T:])
+    np.testing.assert_array_equal(global_window_mask(T, window, (0, 2), S),
+                                  global_window_mask(S, window, (0, 2))[S - T:])
+
+
+@given(S=st.integers(1, 8), window=st.integers(1, 5))
+def test_sparse_patterns_reduce_to_the_sliding_window(S, window):
+    np.testing.assert_array_equal(dilated_window_mask(S, window, 1), sliding_window_mask(S, window))
+    np.testing.assert_array_equal(global_window_mask(S, window, ()), sliding_window_mask(S, window))
+
+
+def test_sparse_pattern_errors_name_the_argument():
+    with pytest.raises(ValueError, match="dilation: expected an integer in \\[1"):
+        dilated_window_mask(4, 2, 0)
+    with pytest.raises(ValueError, match=r"global_positions\[1\]: expected an integer in \[0"):
+        global_window_mask(4, 2, (0, -1))

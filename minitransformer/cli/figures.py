@@ -28,6 +28,7 @@ needs cannot be imported; any other error is a bug and stops the command. A bad
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import time
@@ -221,6 +222,41 @@ def _gradcheck(path, source, args):
     gradcheck_errors([(name, check()) for name, check in layer_checks(args.seed)], path=path)
 
 
+CONTEXT_GPT = dict(block_size=32, n_layer=2, n_head=4, d_model=64, position="rope")
+
+
+@functools.lru_cache(maxsize=1)
+def _context_gpt(steps: int, seed: int):
+    """The RoPE GPT of the context-length figures, trained once per (steps, seed)."""
+    from ..training.context import train_char_gpt
+    print(f"training a tiny RoPE GPT (block {CONTEXT_GPT['block_size']}) for {steps} steps "
+          "for the context-length figures")
+    return train_char_gpt(steps, seed=seed, **CONTEXT_GPT)
+
+
+def _interpolation(path, source, args):
+    from ..plots.context import interpolation_figure
+    from ..training.context import position_losses
+    model, _, _, val_ids = _context_gpt(args.steps, args.seed)
+    T = model.config.block_size
+    losses = {"plain RoPE (extrapolation)": position_losses(model, val_ids, 2 * T, n_windows=256),
+              "position interpolation, scale 2": position_losses(model, val_ids, 2 * T, n_windows=256,
+                                                                 rope_scale=2.0)}
+    interpolation_figure(losses, T, smooth=3, path=path)
+
+
+def _sinks(path, source, args):
+    from ..generation.streaming import streaming_nll
+    from ..plots.context import sinks_figure
+    model, _, _, val_ids = _context_gpt(args.steps, args.seed)
+    T, N, B = model.config.block_size, 8 * model.config.block_size, 8
+    starts = np.linspace(0, len(val_ids) - N - 1, B).astype(np.int64)
+    ids = val_ids[starts[:, None] + np.arange(N)]                         # (B, N) held-out text
+    nll = {"4 sinks + window 16": streaming_nll(model, ids, window=16, n_sink=4).mean(axis=0),
+           "window 16, no sinks": streaming_nll(model, ids, window=16, n_sink=0).mean(axis=0)}
+    sinks_figure(nll, T, path=path)
+
+
 # (name for --only, file name, draw(path, model source, args))
 FIGURES = (
     ("loss", "loss_curve.png", _loss),
@@ -240,5 +276,7 @@ FIGURES = (
     ("smoothing", "label_smoothing.png", _draw(training.label_smoothing)),
     ("norms", "prenorm_vs_postnorm.png", _draw(gradients.prenorm_vs_postnorm, seeded=True)),
     ("gradcheck", "gradcheck_errors.png", _gradcheck),
+    ("interpolation", "rope_interpolation.png", _interpolation),
+    ("sinks", "attention_sinks.png", _sinks),
 )
 _NEEDS_MODEL = ("loss", "attention-head", "attention-grid")

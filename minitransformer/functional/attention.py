@@ -3,7 +3,8 @@
     scores = Q Kᵀ / √D + bias                 (B, H, T, S)
     scores = -inf where the mask is False     (the key is hidden from the query)
     P      = softmax(scores) over the keys    (B, H, T, S)
-    out    = P V                              (B, H, T, D)
+    P̃      = P ⊙ m / (1 - p_drop)             (B, H, T, S) attention dropout, training only
+    out    = P̃ V                              (B, H, T, D)
 
 Q holds T queries, K and V hold S keys and values, D is the head dim. Dividing by
 √D keeps the scores' variance near 1 when q and k have unit-variance entries, so
@@ -14,6 +15,13 @@ A query whose every key is masked has no distribution to take: softmax_forward
 returns a zero row for it (functional/softmax.py), so it outputs 0 and passes 0
 gradient, without NaN.
 
+Attention dropout (Vaswani et al. 2017, GPT-2's attn_pdrop): with p_drop > 0 in
+training, each probability is dropped (m ~ Bernoulli(1 - p_drop), functional/dropout.py)
+and the kept ones scaled by 1/(1 - p_drop), so a query reads a random subset of its
+values; a row of P̃ no longer sums to 1, only in expectation. p_drop = 0 or
+training=False: P̃ = P, the identity. The generator ``rng`` is passed in; ``drop_mask``
+gives the keep-mask m instead (a gradient check replays one mask).
+
 Grouped-query attention (GQA, Ainslie et al. 2023): K and V may have G <= H kv
 heads with H % G == 0; query head h reads kv head h // r, r = H / G query heads per
 kv head (G = 1 is multi-query attention). No repeated copy of K and V is made: Q
@@ -23,7 +31,8 @@ with their shared keys. With G = H (r = 1) this is ordinary multi-head attention
 1/√D multiplies the keys (B, G, S, D), a smaller array than the scores.
 
 Backward (each line reverses the forward line on its left):
-    out = P V                      dP = dout Vᵀ,   dV = Pᵀ dout
+    out = P̃ V                      dP̃ = dout Vᵀ,   dV = P̃ᵀ dout
+    P̃ = P ⊙ m / (1 - p_drop)       dP = dP̃ ⊙ m / (1 - p_drop)             (dropout_backward)
     P = softmax(scores)            dscores = P ⊙ (dP - Σ_keys dP ⊙ P)     (softmax_backward)
     scores = ... + bias            dbias = dscores summed over bias's broadcast axes
     scores = Q (K/√D)ᵀ             dQ = dscores (K/√D),   d(K/√D) = dscoresᵀ Q
@@ -40,12 +49,13 @@ dim, Dv value dim.
 
 This is the plain form. The training step calls a twin with the same arguments
 and cache that overwrites the scores in place (functional/_kernels/attention.py);
-a test ties the two.
+a test ties the two. With attention dropout on, the twin hands over to this form.
 """
 from __future__ import annotations
 
 from typing import NamedTuple
 
+from .dropout import DropoutCache, dropout_backward, dropout_forward
 from ..validate import (check_bool, check_broadcastable, check_dim, check_dtype_like,
                         check_float, check_ndim, check_same_shape)
 from .masks import additive_mask
@@ -64,10 +74,13 @@ class AttentionCache(NamedTuple):
     probs: object            # (B, H, T, S) the attention probabilities P
     scale: float             # 1/√D, a Python float (it never promotes float32)
     bias_shape: tuple | None  # the bias's shape, to reduce dbias to; None: no bias given
+    dropout: DropoutCache | None = None  # attention dropout's keep-mask m (P̃ = P ⊙ m · scale is
+    #                                      recomputed in backward, not stored); None: no dropout
 
 
-def attention_forward(q, k, v, mask=None, bias=None):
-    """out = softmax(q kᵀ/√D + bias, -inf where mask is False) v, per head.
+def attention_forward(q, k, v, mask=None, bias=None, *, p_drop=0.0, rng=None, training=True,
+                      drop_mask=None):
+    """out = dropout(softmax(q kᵀ/√D + bias, -inf where mask is False)) v, per head.
 
     Inputs:
         q     (B, H, T, D) queries.
@@ -75,7 +88,9 @@ def attention_forward(q, k, v, mask=None, bias=None):
         v     (B, G, S, Dv) values (Dv is usually D).
         mask  bool broadcastable to (B, H, T, S), True = may attend; or None.
         bias  float broadcastable to (B, H, T, S), added to the scores; or None.
-    Returns: out (B, H, T, Dv), AttentionCache (its ``probs`` field is P, (B, H, T, S)).
+        p_drop, rng, training, drop_mask: attention dropout on P (functional/dropout.py);
+              p_drop = 0 (the default) or training=False: none.
+    Returns: out (B, H, T, Dv), AttentionCache (its ``probs`` field is P before dropout).
     """
     B, H, T, D, n_kv_head, S = _check_inputs(q, k, v, mask, bias)
     r = H // n_kv_head                                     # query heads per kv head
@@ -87,10 +102,12 @@ def attention_forward(q, k, v, mask=None, bias=None):
     scores_biased = scores if bias is None else scores + bias                             # (B, H, T, S)
     scores_masked = scores_biased if mask is None else scores_biased + additive_mask(mask, q.dtype)  # (B, H, T, S) -inf where hidden
     P, _ = softmax_forward(scores_masked, axis=-1)         # (B, H, T, S)
-    P_grouped = P.reshape(B, n_kv_head, r * T, S)          # (B, G, r·T, S)
+    P_dropped, dropout = dropout_forward(P, p_drop, rng, training, drop_mask)  # (B, H, T, S) P̃
+    P_grouped = P_dropped.reshape(B, n_kv_head, r * T, S)  # (B, G, r·T, S)
     out_grouped = P_grouped @ v                            # (B, G, r·T, Dv)
     out = out_grouped.reshape(B, H, T, v.shape[-1])        # (B, H, T, Dv)
-    cache = AttentionCache(q_grouped, k_scaled, v, P, scale, None if bias is None else tuple(bias.shape))
+    cache = AttentionCache(q_grouped, k_scaled, v, P, scale, None if bias is None else tuple(bias.shape),
+                           None if dropout.identity else dropout)
     return out, cache
 
 
@@ -100,15 +117,18 @@ def attention_backward(dout, cache: AttentionCache):
     Returns: dq (B, H, T, D), dk (B, G, S, D), dv (B, G, S, Dv), and, only when the
     forward had a bias, dbias of the bias's shape as a fourth item.
     """
-    q_grouped, k_scaled, v, P, scale, bias_shape = cache
+    q_grouped, k_scaled, v, P, scale, bias_shape, dropout = cache
     B, n_kv_head, rT, D = q_grouped.shape
     H, T, S = P.shape[1:]
     check_same_shape("dout", dout, (B, H, T, v.shape[-1]))
     dout_grouped = dout.reshape(B, n_kv_head, rT, v.shape[-1])  # (B, G, r·T, Dv) reverses: out = out_grouped.reshape(...)
-    P_grouped = P.reshape(B, n_kv_head, rT, S)             # (B, G, r·T, S)
+    P_dropped = P if dropout is None else P * dropout.mask * dropout.scale  # (B, H, T, S) P̃, recomputed
+    P_grouped = P_dropped.reshape(B, n_kv_head, rT, S)     # (B, G, r·T, S)
     dv = P_grouped.swapaxes(-1, -2) @ dout_grouped         # (B, G, S, Dv)   reverses: out_grouped = P_grouped @ v
     dP_grouped = dout_grouped @ v.swapaxes(-1, -2)         # (B, G, r·T, S)  reverses: out_grouped = P_grouped @ v
-    dscores_grouped = softmax_backward(dP_grouped, SoftmaxCache(P_grouped, -1))  # (B, G, r·T, S) reverses: P = softmax(scores_masked)
+    if dropout is not None:                                # reverses: P_dropped = dropout(P)
+        dP_grouped = dropout_backward(dP_grouped.reshape(B, H, T, S), dropout).reshape(B, n_kv_head, rT, S)
+    dscores_grouped = softmax_backward(dP_grouped, SoftmaxCache(P.reshape(B, n_kv_head, rT, S), -1))  # (B, G, r·T, S) reverses: P = softmax(scores_masked)
     dbias = None                                           # the mask's -inf is a constant: dscores_biased = dscores_masked
     if bias_shape is not None:
         dscores = dscores_grouped.reshape(B, H, T, S)      # (B, H, T, S)

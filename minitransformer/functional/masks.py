@@ -11,6 +11,8 @@ cache) it is just i.
 
     causal_mask          (T, S)        key j visible iff j <= i + (S - T)
     sliding_window_mask  (T, S)        ... and j > i + (S - T) - window
+    dilated_window_mask  (T, S)        ... every r-th key of a window of span (window - 1)·r + 1
+    global_window_mask   (T, S)        sliding window OR (causal AND key or query is global)
     key_padding_mask     (B, 1, 1, S)  key j visible iff it is a real token
     combine_masks        logical AND of the masks given (None = no mask)
     additive_mask        0 where True, -inf where False: what attention adds to its scores
@@ -22,6 +24,16 @@ Example, T = S = 4 (a 1 is True):
     1 1 0 0       1 1 0 0       1 1 1 0
     1 1 1 0       0 1 1 0       1 1 1 0
     1 1 1 1       0 0 1 1       1 1 1 0
+
+Sparse patterns (Child et al. 2019; Beltagy et al. 2020, Longformer, causal halves),
+T = S = 5:
+
+    window = 2, dilation = 2     window = 2, global position 0
+    1 0 0 0 0                    1 0 0 0 0
+    0 1 0 0 0                    1 1 0 0 0
+    1 0 1 0 0                    1 1 1 0 0
+    0 1 0 1 0                    1 0 1 1 0
+    0 0 1 0 1                    1 0 0 1 1
 """
 from __future__ import annotations
 
@@ -69,6 +81,42 @@ def sliding_window_mask(T: int, window: int, S: int | None = None, *, xp=numpy):
     window = check_int("window", window, low=1)
     i, j = query_key_positions(T, S, xp=xp)
     return (j <= i) & (j > i - window)                     # (T, S)
+
+
+def dilated_window_mask(T: int, window: int, dilation: int, S: int | None = None, *, xp=numpy):
+    """Causal dilated sliding window: query i (at p = i + S - T) sees the ``window`` keys
+    p, p - r, ..., p - (window - 1)·r, r = dilation: key j visible iff
+    0 <= p - j <= (window - 1)·r  and  (p - j) mod r = 0.
+
+    The same number of scores as a window of ``window`` keys, over a span r times longer.
+    Inputs: T queries; window >= 1; dilation r >= 1; S keys (default T); xp.
+    Returns: (T, S) bool. dilation = 1 gives sliding_window_mask(T, window, S).
+    """
+    window = check_int("window", window, low=1)
+    dilation = check_int("dilation", dilation, low=1)
+    i, j = query_key_positions(T, S, xp=xp)                # (T, 1) absolute, (1, S)
+    distance = i - j                                       # (T, S) p - j
+    return (distance >= 0) & (distance <= (window - 1) * dilation) & (distance % dilation == 0)  # (T, S)
+
+
+def global_window_mask(T: int, window: int, global_positions, S: int | None = None, *, xp=numpy):
+    """Causal sliding window plus global tokens: key j visible from query i (at p = i + S - T) iff
+    j <= p  and  (p - j < window  or  j is global  or  p is global).
+
+    Every later query sees a global token, and a global query sees its whole past
+    (Longformer's global attention, causal). Positions are absolute: with a KV cache,
+    ``global_positions`` name positions of the whole sequence, not of the new tokens.
+    Inputs: T queries; window >= 1; global_positions, integers >= 0 (positions >= S
+            simply never occur); S keys (default T); xp.
+    Returns: (T, S) bool. No global positions gives sliding_window_mask(T, window, S).
+    """
+    window = check_int("window", window, low=1)
+    positions = [check_int(f"global_positions[{n}]", g, low=0) for n, g in enumerate(global_positions)]
+    i, j = query_key_positions(T, S, xp=xp)                # (T, 1) absolute, (1, S)
+    g = xp.asarray(positions, dtype=i.dtype)               # (n_global,)
+    is_global_key = (j[..., None] == g).any(axis=-1)       # (1, S)
+    is_global_query = (i[..., None] == g).any(axis=-1)     # (T, 1)
+    return (j <= i) & ((j > i - window) | is_global_key | is_global_query)  # (T, S)
 
 
 def key_padding_mask(lengths=None, S: int | None = None, *, padding=None):

@@ -3,7 +3,7 @@
 The coordinates of a query or key at position m are taken in pairs (a, b), and
 pair j is rotated by the angle m·θ_j:
 
-    θ_j = base^(-2j/D),   j = 0 .. D/2 - 1,   m = offset + t
+    θ_j = base^(-2j/D),   j = 0 .. D/2 - 1,   m = (offset + t) / scale
     y_a = x_a cos(mθ_j) - x_b sin(mθ_j)
     y_b = x_a sin(mθ_j) + x_b cos(mθ_j)
 
@@ -15,6 +15,13 @@ Why it encodes position: rotations compose, R(m)ᵀ R(n) = R(n - m), so the scor
 ⟨R(m) q, R(n) k⟩ = ⟨q, R(n - m) k⟩ depends on the positions only through m - n.
 ``offset`` is the number of positions already in a KV cache, so new tokens are
 rotated by their absolute positions.
+
+Position interpolation (Chen et al. 2023; kaiokendev's "SuperHOT"): a model trained
+on positions 0 .. L-1 meets angles it never saw at positions >= L. With ``scale``
+s > 1 every position is divided by s before it is rotated, m = t / s, so positions
+0 .. sL - 1 map into the trained range [0, L): a context s times longer, read at
+s times finer angular steps. Scale 1 is plain RoPE; position s·m with scale s gets
+exactly the rotation of position m with scale 1.
 
 Backward: the rotation is linear and orthogonal, so dx = R(m)ᵀ dy, the rotation
 by -mθ_j:
@@ -39,11 +46,13 @@ class RopeCache(NamedTuple):
     layout: str
 
 
-def rope_forward(x, offset: int = 0, base: float = 10000.0, layout: str = "interleaved"):
+def rope_forward(x, offset: int = 0, base: float = 10000.0, layout: str = "interleaved",
+                 scale: float = 1.0):
     """Rotate every pair of x's head dim by its position's angle.
 
     Inputs: x (B, H, T, D), D even; offset the position of x[:, :, 0] (>= 0);
-            base of the frequencies θ_j = base^(-2j/D); layout "interleaved" or "half".
+            base of the frequencies θ_j = base^(-2j/D); layout "interleaved" or "half";
+            scale > 0, position interpolation: position t is rotated as t / scale.
     Returns: y (B, H, T, D) a fresh C-contiguous array, RopeCache.
     """
     check_ndim("x", x, 4, "(B, H, T, D)")
@@ -55,8 +64,9 @@ def rope_forward(x, offset: int = 0, base: float = 10000.0, layout: str = "inter
     offset = check_int("offset", offset, low=0)
     base = check_number("base", base, low=0.0, low_open=True)
     check_choice("layout", layout, LAYOUTS)
+    scale = check_number("scale", scale, low=0.0, low_open=True, finite=True)
     xp = get_xp(x)
-    cos, sin = _tables(xp, T, D, offset, base, x.dtype)    # (T, D/2) each
+    cos, sin = _tables(xp, T, D, offset, base, x.dtype, scale)  # (T, D/2) each
     y = xp.empty(x.shape, dtype=x.dtype)                   # (B, H, T, D)
     x_a, x_b = _pairs(x, layout)                           # (B, H, T, D/2) views
     y_a, y_b = _pairs(y, layout)
@@ -87,13 +97,15 @@ def rope_backward(dy, cache: RopeCache):
     return dx
 
 
-def _tables(xp, T: int, D: int, offset: int, base: float, dtype):
-    """cos(mθ_j), sin(mθ_j) for m = offset .. offset + T - 1: two (T, D/2) arrays in ``dtype``.
+def _tables(xp, T: int, D: int, offset: int, base: float, dtype, scale: float = 1.0):
+    """cos(mθ_j), sin(mθ_j) for m = (offset .. offset + T - 1) / scale: two (T, D/2) arrays in ``dtype``.
 
     The angles are computed in float64 and rounded once: m·θ_j reaches thousands of
     radians, where float32 angles would lose the low digits of the rotation.
     """
     m = xp.arange(offset, offset + T, dtype=xp.float64)    # (T,) absolute positions
+    if scale != 1.0:
+        m /= scale                                         # (T,) interpolated positions t / s
     theta = base ** (-xp.arange(0, D, 2, dtype=xp.float64) / D)  # (D/2,) θ_j = base^(-2j/D)
     angle = m[:, None] * theta[None, :]                    # (T, D/2)
     return xp.cos(angle).astype(dtype), xp.sin(angle).astype(dtype)

@@ -32,7 +32,11 @@ cropped to its last block_size tokens. With the cache, positions are absolute
 (learned, sinusoidal, RoPE, ALiBi) and cannot slide: a prompt of T0 tokens has room
 for at most block_size - T0 + 1 new tokens (the last one is predicted, never fed).
 Asking for more is a ValueError that says how many fit; use_cache=False goes on
-with a cropped context.
+with a cropped context. ``cache_window`` (with ``n_sink``) switches to a rolling
+cache (StreamingLLM, Xiao et al. 2023): it keeps the first n_sink positions
+("attention sinks") and the cache_window most recent, with positions by cache
+slot, so generation goes on past block_size for RoPE, ALiBi or no positions
+(learned and sinusoidal positions are refused: they have no rows past block_size).
 
 End of sequence. With ``eos_id``, a row that has produced it is finished: it keeps
 receiving eos_id, so the rows stay aligned, and the loop ends once every row has
@@ -87,7 +91,7 @@ class DecodingOptions(NamedTuple):
 # ------------------------------------------------------------------ public entrances
 def generate(model, prompt_ids, max_new_tokens, strategy="greedy", temperature=1.0, top_k=None,
              top_p=None, beam_size=4, length_penalty=1.0, eos_id=None, rng=None, use_cache=True,
-             trace=None):
+             trace=None, cache_window=None, n_sink=4):
     """Continue each prompt with a GPT.
 
     Inputs: model, a GPT; prompt_ids (B, T0) integer ids, T0 >= 1; max_new_tokens >= 0;
@@ -95,10 +99,14 @@ def generate(model, prompt_ids, max_new_tokens, strategy="greedy", temperature=1
     (top_p <= 0 is a ValueError, never read as greedy)
     (sampling only; ``rng``, a numpy Generator, is required for "sample"); beam_size W,
     length_penalty α (beam only); eos_id: the end-of-sequence id or None; use_cache;
-    trace: None or a list that receives one TraceStep per step.
+    trace: None or a list that receives one TraceStep per step; cache_window: None, or the
+    recent positions a rolling cache keeps besides its n_sink first ones (attention sinks,
+    StreamingLLM's 4 by default; n_sink=0: a plain sliding window), n_sink + cache_window <=
+    block_size, use_cache required.
     Returns: ids (B, T0 + n) NumPy int64, the prompt then n new tokens; n < max_new_tokens
-    only when every row has finished (eos_id). With use_cache, max_new_tokens may be at most
-    block_size - T0 + 1 (ValueError otherwise: the cache cannot slide).
+    only when every row has finished (eos_id). With use_cache and no cache_window,
+    max_new_tokens may be at most block_size - T0 + 1 (ValueError otherwise: the cache
+    cannot slide); with a cache_window it is unbounded.
     """
     if not isinstance(model, GPT):
         raise TypeError(f"model: expected a GPT (a Seq2Seq decodes with generate_seq2seq), "
@@ -110,18 +118,32 @@ def generate(model, prompt_ids, max_new_tokens, strategy="greedy", temperature=1
     eos_id = _check_eos(eos_id, config.vocab_size)
     _check_trace(trace)
     T0 = prompt.shape[1]
+    streaming = _check_streaming(model, cache_window, n_sink, use_cache)
     if use_cache:
         if T0 > config.block_size:
             raise ValueError(f"prompt_ids: with use_cache the prompt must fit the context, expected at most "
                              f"block_size={config.block_size} tokens, got {T0} (use_cache=False crops)")
         room = config.block_size - T0 + 1                  # the last new token is never fed
-        if n > room:
+        if n > room and streaming is None:
             raise ValueError(f"max_new_tokens: with use_cache a prompt of {T0} tokens leaves room for at most "
                              f"{room} new tokens (block_size={config.block_size}), got {n}; ask for at most "
                              f"{room}, or use_cache=False to go on with the context cropped")
     with _inference(model):
-        new = _decode(LogitsStep(model, use_cache=use_cache), prompt, n, options, eos_id, trace)
+        step = LogitsStep(model, use_cache=use_cache, streaming=streaming)
+        new = _decode(step, prompt, n, options, eos_id, trace)
     return np.concatenate([prompt, new], axis=1)          # (B, T0 + n)
+
+
+def _check_streaming(model, cache_window, n_sink, use_cache):
+    """None, or the rolling cache's arguments {n_sink, window}, checked (model.new_cache checks the rest)."""
+    if cache_window is None:
+        return None
+    if not use_cache:
+        raise ValueError(f"cache_window: a rolling cache needs use_cache=True, got use_cache=False "
+                         f"with cache_window={cache_window}")
+    streaming = dict(n_sink=n_sink, window=cache_window)
+    model.new_cache(**streaming)                       # refuses learned positions, a window too large
+    return streaming
 
 
 def generate_seq2seq(model, src, max_len, bos_id, eos_id, strategy="greedy", src_mask=None,
@@ -185,11 +207,11 @@ class LogitsStep:
     history and the last block_size tokens of it are run again.
     """
 
-    def __init__(self, decoder, memory=None, memory_mask=None, use_cache=True):
+    def __init__(self, decoder, memory=None, memory_mask=None, use_cache=True, streaming=None):
         self.decoder, self.memory, self.memory_mask = decoder, memory, memory_mask
         self.block_size = decoder.config.block_size
         self.device = _device(decoder)
-        self.cache = decoder.new_cache() if use_cache else None
+        self.cache = decoder.new_cache(**(streaming or {})) if use_cache else None
         self.history = None                       # uncached: every token so far (B, t), host
 
     def __call__(self, new_ids):

@@ -55,7 +55,7 @@ from ..functional.shaw import shaw_attention_backward, shaw_attention_forward
 from ..functional.t5_bias import check_bucket_options, t5_bias_backward, t5_bias_forward
 from ..validate import (check_bool, check_broadcastable, check_choice, check_dim, check_dtype_like,
                         check_float, check_int, check_ndim, check_number, check_same_shape)
-from .kv_cache import KVCache
+from .kv_cache import KVCache, SinkKVCache
 from .module import Module
 
 RELATIVE = (None, "shaw", "t5")   # relative position schemes inside attention
@@ -89,7 +89,9 @@ class MultiHeadAttention(Module):
                  rope_layout: str = "interleaved", rope_base: float = 10000.0, alibi: bool = False,
                  window: int | None = None, rng=None, init_std: float | None = None,
                  out_std: float | None = None, dtype=np.float32, relative: str | None = None,
-                 relative_clip: int = 16, relative_buckets: int = 32, relative_max_distance: int = 128):
+                 relative_clip: int = 16, relative_buckets: int = 32, relative_max_distance: int = 128,
+                 dilation: int = 1, global_positions=(), attn_p_drop: float = 0.0, dropout_rng=None,
+                 rope_scale: float = 1.0):
         super().__init__()
         C = check_int("d_model", d_model, low=1)
         H = check_int("n_head", n_head, low=1)
@@ -106,6 +108,9 @@ class MultiHeadAttention(Module):
                             rng, init_std, dtype)
         self._masks, self._biases = {}, {}     # (T, S) -> mask / ALiBi bias, built once
         self._decoding = False                 # True after a forward with a kv_cache
+        self._init_pattern(dilation, global_positions)
+        self._init_dropout(attn_p_drop, dropout_rng)
+        self.rope_scale = check_number("rope_scale", rope_scale, low=0.0, low_open=True, finite=True)
 
     @staticmethod
     def _check_config(C, H, G, causal, cross, rope, rope_layout, alibi, window):
@@ -126,6 +131,28 @@ class MultiHeadAttention(Module):
             raise ValueError("cross: cross-attention has no shared time axis between queries and keys; "
                              "expected causal, rope, alibi and window off, got "
                              f"causal={causal}, rope={rope}, alibi={alibi}, window={window}")
+
+    def _init_pattern(self, dilation, global_positions) -> None:
+        """The sparse pattern on top of the sliding window: dilation r, global positions."""
+        self.dilation = check_int("dilation", dilation, low=1)
+        self.global_positions = tuple(check_int(f"global_positions[{n}]", g, low=0)
+                                      for n, g in enumerate(global_positions))
+        if (self.dilation > 1 or self.global_positions) and self.window is None:
+            raise ValueError("dilation, global_positions: a sparse pattern refines the sliding window; "
+                             f"expected a window with dilation={self.dilation}, "
+                             f"global_positions={self.global_positions}, got window=None")
+        if self.dilation > 1 and self.global_positions:
+            raise ValueError("dilation, global_positions: expected one sparse pattern, got both "
+                             f"dilation={self.dilation} and global_positions={self.global_positions}")
+
+    def _init_dropout(self, attn_p_drop, dropout_rng) -> None:
+        """Attention dropout on P: its probability and, when it is on, its generator ``self.rng``
+        (the name Dropout uses: training and the gradient checker find and replay it)."""
+        self.attn_p_drop = check_number("attn_p_drop", attn_p_drop, low=0.0, high=1.0, high_open=True)
+        if self.attn_p_drop > 0 and self.relative == "shaw":
+            raise ValueError("attn_p_drop: Shaw relative attention has no attention dropout; expected 0 "
+                             f"with relative='shaw', got {self.attn_p_drop}")
+        self.rng = default_rng(dropout_rng) if self.attn_p_drop > 0 else None
 
     def _init_params(self, C, H, G, bias, rng, init_std, out_std, dtype):
         init_std = 0.02 if init_std is None else check_number("init_std", init_std, low=0.0)
@@ -150,20 +177,28 @@ class MultiHeadAttention(Module):
             q, k, v, caches = self._project_cross(x, memory, kv_cache)
         else:
             q, k, v, caches = self._project_self(x, kv_cache)
-        mask = masks.combine_masks(self._time_mask(T, S, xp), padding)
+        mask = masks.combine_masks(self._time_mask(T, S, xp), padding, self._sink_mask(kv_cache, T, S, xp))
         bias = self._alibi_bias(T, S, xp) if self.slopes is not None else None
         if self.relative is not None:
             o, attn, relative = self._relative_attention(q, k, v, mask)             # (B, H, T, D)
         else:
-            o, attn = fast(attention_forward)(q, k, v, mask, bias)                 # (B, H, T, D)
+            o, attn = self._attend(q, k, v, mask, bias)                            # (B, H, T, D)
             relative = None
         y, out = linear_forward(merge_heads(o), self.W_o, self.params.get("b_o"))  # (B, T, C)
         self._decoding = kv_cache is not None
         self._save(None if self._decoding else MHACache(*caches, attn, out, relative))
         return y
 
+    def _attend(self, q, k, v, mask, bias):
+        """attention_forward, with attention dropout on P in training when attn_p_drop > 0."""
+        if self.rng is None or not self.training:
+            return fast(attention_forward)(q, k, v, mask, bias)                     # (B, H, T, D)
+        return fast(attention_forward)(q, k, v, mask, bias, p_drop=self.attn_p_drop, rng=self.rng)
+
     def _project_self(self, x, kv_cache):
         """x -> q (B, H, T, D), k, v (B, G, S, D) and the caches (proj, None, rope)."""
+        if isinstance(kv_cache, SinkKVCache):
+            return self._project_self_sinks(x, kv_cache)
         H, n_kv_head = self.n_head, self.n_kv_head
         qkv, proj = linear_forward(x, self.W_qkv, self.params.get("b_qkv"))  # (B, T, (H+2G)·D)
         heads = split_heads(qkv, self.head_dim)                             # (B, H+2G, T, D) view
@@ -171,11 +206,26 @@ class MultiHeadAttention(Module):
         rope = None
         if self.rope:   # q and k sit side by side: one call rotates both with one table
             offset = kv_cache.length if kv_cache is not None else 0
-            qk, rope = rope_forward(qk, offset, self.rope_base, self.rope_layout)  # (B, H+G, T, D)
+            qk, rope = rope_forward(qk, offset, self.rope_base, self.rope_layout, self.rope_scale)  # (B, H+G, T, D)
         q, k = qk[:, :H], qk[:, H:]                                          # (B, H, T, D), (B, G, T, D)
         if kv_cache is not None:
             k, v = kv_cache.append(k, v)                                     # (B, G, S, D), S = past + T
         return q, k, v, (proj, None, rope)
+
+    def _project_self_sinks(self, x, kv_cache):
+        """With a rolling SinkKVCache: positions are cache slots (StreamingLLM). The cache holds
+        keys before RoPE; all S held + new keys are rotated by their slots 0 .. S-1 and the T
+        queries by the last T slots. Decoding only: no backward caches."""
+        H, n_kv_head, T = self.n_head, self.n_kv_head, x.shape[1]
+        qkv, _ = linear_forward(x, self.W_qkv, self.params.get("b_qkv"))    # (B, T, (H+2G)·D)
+        heads = split_heads(qkv, self.head_dim)                             # (B, H+2G, T, D) view
+        q, k, v = heads[:, :H], heads[:, H:H + n_kv_head], heads[:, H + n_kv_head:]
+        k, v = kv_cache.append(k, v)                                         # (B, G, S, D) slots 0 .. S-1
+        if self.rope:
+            S = k.shape[2]
+            q, _ = rope_forward(q, S - T, self.rope_base, self.rope_layout, self.rope_scale)  # (B, H, T, D)
+            k, _ = rope_forward(k, 0, self.rope_base, self.rope_layout, self.rope_scale)      # (B, G, S, D)
+        return q, k, v, (None, None, None)
 
     def _project_cross(self, x, memory, kv_cache):
         """x, memory -> q (B, H, T, D), k, v (B, G, S, D) and the caches (proj, proj_kv, None)."""
@@ -243,7 +293,7 @@ class MultiHeadAttention(Module):
             return o, attn, None
         T, S = q.shape[2], k.shape[2]
         bias, relative = t5_bias_forward(self.rel_bias, T, S, not self.causal, self.relative_max_distance)
-        o, attn = fast(attention_forward)(q, k, v, mask, bias)                            # (B, H, T, D)
+        o, attn = self._attend(q, k, v, mask, bias)                                       # (B, H, T, D)
         return o, attn, relative
 
     def _relative_attention_backward(self, do, attn, relative):
@@ -272,10 +322,23 @@ class MultiHeadAttention(Module):
         if not self.causal:
             return None
         if self.window is not None:
-            build = lambda: masks.sliding_window_mask(T, self.window, S, xp=xp)  # noqa: E731
+            build = lambda: self._window_mask(T, S, xp)                          # noqa: E731
         else:
             build = lambda: masks.causal_mask(T, S, xp=xp)                       # noqa: E731
         return _memo(self._masks, (T, S), build)
+
+    @staticmethod
+    def _sink_mask(kv_cache, T, S, xp):
+        """A rolling SinkKVCache's (T, S) mask (sinks + window over slots); None for other caches."""
+        return kv_cache.step_mask(T, S, xp) if isinstance(kv_cache, SinkKVCache) else None
+
+    def _window_mask(self, T, S, xp):
+        """The sliding window (T, S), dilated or with global positions when asked."""
+        if self.dilation > 1:
+            return masks.dilated_window_mask(T, self.window, self.dilation, S, xp=xp)
+        if self.global_positions:
+            return masks.global_window_mask(T, self.window, self.global_positions, S, xp=xp)
+        return masks.sliding_window_mask(T, self.window, S, xp=xp)
 
     def _alibi_bias(self, T, S, xp):
         """ALiBi's (H, T, S) bias in the parameters' dtype, built once per (T, S)."""

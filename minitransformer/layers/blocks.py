@@ -48,6 +48,11 @@ class BlockSpec:
     relative_clip: int = 16             # Shaw: distances clipped to [-k, k]
     relative_buckets: int = 32          # T5: buckets of the bias table
     relative_max_distance: int = 128    # T5: distances from here on share the last bucket
+    # ---- attention extensions (issue 15): sparse patterns, attention dropout, RoPE interpolation
+    dilation: int = 1                   # dilated sliding window: every dilation-th key (needs window)
+    global_positions: tuple = ()        # global tokens on top of the sliding window (needs window)
+    attn_p_drop: float = 0.0            # attention dropout on the probabilities P
+    rope_scale: float = 1.0             # RoPE position interpolation: position m rotated as m / rope_scale
 
 
 def _residual(spec: BlockSpec, sublayer, dropout_rng, dtype) -> Residual:
@@ -55,7 +60,8 @@ def _residual(spec: BlockSpec, sublayer, dropout_rng, dtype) -> Residual:
                     Dropout(spec.p_drop, rng=dropout_rng), spec.norm_position)
 
 
-def _attention(spec: BlockSpec, rng, dtype, *, causal: bool, cross: bool) -> MultiHeadAttention:
+def _attention(spec: BlockSpec, rng, dtype, *, causal: bool, cross: bool,
+               dropout_rng=None) -> MultiHeadAttention:
     return MultiHeadAttention(spec.d_model, spec.n_head, n_kv_head=spec.n_kv_head, bias=spec.bias,
                               causal=causal, cross=cross, rope=spec.rope and not cross,
                               rope_layout=spec.rope_layout, alibi=spec.alibi and not cross,
@@ -63,14 +69,24 @@ def _attention(spec: BlockSpec, rng, dtype, *, causal: bool, cross: bool) -> Mul
                               out_std=spec.out_std, dtype=dtype,
                               relative=None if cross else spec.relative, relative_clip=spec.relative_clip,
                               relative_buckets=spec.relative_buckets,
-                              relative_max_distance=spec.relative_max_distance)
+                              relative_max_distance=spec.relative_max_distance,
+                              attn_p_drop=spec.attn_p_drop, dropout_rng=dropout_rng,
+                              rope_scale=spec.rope_scale, **_pattern(spec, causal))
+
+
+def _pattern(spec: BlockSpec, causal: bool) -> dict:
+    """The sparse-pattern arguments of a causal self-attention (none for the others)."""
+    if not causal:
+        return {}
+    return dict(dilation=spec.dilation, global_positions=spec.global_positions)
 
 
 class EncoderBlock(Module):
     def __init__(self, spec: BlockSpec, *, rng=None, dropout_rng=None, dtype=np.float32):
         super().__init__()
         rng = default_rng(rng)
-        self.add_child("attn", _residual(spec, _attention(spec, rng, dtype, causal=False, cross=False),
+        self.add_child("attn", _residual(spec, _attention(spec, rng, dtype, causal=False, cross=False,
+                                                    dropout_rng=dropout_rng),
                                          dropout_rng, dtype))
         self.add_child("ffn", _residual(spec, FeedForward(spec.d_model, spec.d_ff, spec.activation,
                                                           bias=spec.bias, rng=rng, init_std=spec.init_std,
@@ -91,11 +107,13 @@ class DecoderBlock(Module):
         super().__init__()
         rng = default_rng(rng)
         self.cross = cross
-        self.add_child("attn", _residual(spec, _attention(spec, rng, dtype, causal=True, cross=False),
+        self.add_child("attn", _residual(spec, _attention(spec, rng, dtype, causal=True, cross=False,
+                                                    dropout_rng=dropout_rng),
                                          dropout_rng, dtype))
         if cross:
             self.add_child("cross_attn", _residual(spec, _attention(spec, rng, dtype, causal=False,
-                                                                    cross=True), dropout_rng, dtype))
+                                                                    cross=True, dropout_rng=dropout_rng),
+                                                         dropout_rng, dtype))
         self.add_child("ffn", _residual(spec, FeedForward(spec.d_model, spec.d_ff, spec.activation,
                                                           bias=spec.bias, rng=rng, init_std=spec.init_std,
                                                           out_std=spec.out_std, dtype=dtype),

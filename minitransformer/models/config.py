@@ -53,6 +53,12 @@ class TransformerConfig:
     relative_buckets: int = 32         # T5: buckets of the (buckets, n_head) bias table
     relative_max_distance: int = 128   # T5: distances from here on share the last bucket
 
+    # ---- attention extensions (issue 15): sparse patterns, attention dropout, RoPE interpolation
+    dilation: int = 1                  # > 1: dilated sliding window, every dilation-th key (needs window)
+    global_positions: list = ()        # positions that see and are seen by all (global + sliding window)
+    attn_p_drop: float = 0.0           # attention dropout: probability of dropping an entry of P
+    rope_scale: float = 1.0            # RoPE position interpolation: position m is rotated as m / rope_scale
+
     # T5's bucket rule for this family's self-attention: both ways (True) or causal (False)
     bidirectional_attention: ClassVar[bool] = True
 
@@ -82,6 +88,29 @@ class TransformerConfig:
         check_int("relative_clip", self.relative_clip, low=0)
         check_bucket_options(self.bidirectional_attention, self.relative_buckets, self.relative_max_distance,
                              names=("relative_buckets", "relative_max_distance"))
+        self._check_extensions()
+
+    def _check_extensions(self) -> None:
+        """The issue-15 fields: a sparse pattern refines the sliding window, one at a time."""
+        check_int("dilation", self.dilation, low=1)
+        check_number("attn_p_drop", self.attn_p_drop, low=0.0, high=1.0, high_open=True)
+        check_number("rope_scale", self.rope_scale, low=0.0, low_open=True, finite=True)
+        if self.rope_scale != 1.0 and self.position != "rope":
+            raise ValueError(f"rope_scale: position interpolation scales RoPE's angles; expected "
+                             f"position='rope' with rope_scale={self.rope_scale}, got position={self.position!r}")
+        if isinstance(self.global_positions, (str, bytes)) or not hasattr(self.global_positions, "__iter__"):
+            raise TypeError(f"global_positions: expected a sequence of positions, "
+                            f"got {type(self.global_positions).__name__} {self.global_positions!r}")
+        # a list, as JSON gives it back: a checkpoint's config round-trips unchanged
+        self.global_positions = [check_int(f"global_positions[{n}]", g, low=0, high=self.block_size - 1)
+                                 for n, g in enumerate(self.global_positions)]
+        if (self.dilation > 1 or self.global_positions) and self.window is None:
+            raise ValueError("dilation, global_positions: a sparse pattern refines the sliding window; "
+                             f"expected a window with dilation={self.dilation}, "
+                             f"global_positions={self.global_positions}, got window=None")
+        if self.dilation > 1 and self.global_positions:
+            raise ValueError("dilation, global_positions: expected one sparse pattern, got both "
+                             f"dilation={self.dilation} and global_positions={self.global_positions}")
 
     @property
     def head_dim(self) -> int:
@@ -97,7 +126,13 @@ class TransformerConfig:
                          init_std=self.init_std, out_std=out_std,
                          relative=self.position if self.position in RELATIVE_POSITIONS else None,
                          relative_clip=self.relative_clip, relative_buckets=self.relative_buckets,
-                         relative_max_distance=self.relative_max_distance)
+                         relative_max_distance=self.relative_max_distance,
+                         **self._extension_spec())
+
+    def _extension_spec(self) -> dict:
+        """The BlockSpec fields of the issue-15 extensions."""
+        return dict(dilation=self.dilation, global_positions=tuple(self.global_positions),
+                    attn_p_drop=self.attn_p_drop, rope_scale=self.rope_scale)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -12,6 +12,7 @@ gelu_forward, a mask figure calls causal_mask.
     masks.py         causal_table, key_padding_figure, attention_patterns
     attention.py     attention_map, attention_grid
     gradients.py     prenorm_vs_postnorm, gradcheck_errors
+    context.py       interpolation_figure, sinks_figure (curves measured past the context)
     pretrained.py    the attention maps of a real pretrained model (all-MiniLM-L6-v2)
 
 Layers, blocks and heads are numbered from 0 in every figure, as model.blocks[l]

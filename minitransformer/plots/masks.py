@@ -4,16 +4,15 @@
     key_padding_figure   a padded batch, its key padding mask, and padding AND causal
     attention_patterns   full (causal), sliding window, dilated sliding window, global + sliding
 
-The masks come from functional/masks.py. Two patterns of the last figure have no
-primitive there (no model here uses them): ``dilated_window_mask`` and
-``global_window_mask`` below build them from those primitives, for the figure only.
+The masks come from functional/masks.py (the same functions the models use:
+``window``, ``dilation`` and ``global_positions`` of the config).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..functional.masks import (causal_mask, combine_masks, key_padding_mask, query_key_positions,
-                                sliding_window_mask)
+from ..functional.masks import (causal_mask, combine_masks, dilated_window_mask, global_window_mask,
+                                key_padding_mask, sliding_window_mask)
 from ..validate import check_int
 from ._common import mask_table, new_figure, save
 
@@ -66,33 +65,6 @@ def key_padding_figure(sentences=("I am a student", "you are", "we are here"), s
     save(fig, path)
     return fig, {"tokens": padded, "lengths": lengths, "padding_mask": padding[:, 0, 0, :],
                  "combined": combined}
-
-
-def dilated_window_mask(T: int, window: int, dilation: int):
-    """Causal dilated sliding window: query i sees the ``window`` keys i, i - r, ..., i - (window-1)·r
-    (r = dilation), i.e. a causal window of span (window - 1)·r + 1 keeping every r-th key.
-
-    Returns: (T, T) bool. dilation = 1 gives sliding_window_mask(T, window).
-    """
-    window = check_int("window", window, low=1)
-    dilation = check_int("dilation", dilation, low=1)
-    i, j = query_key_positions(T)                                       # (T, 1), (1, T)
-    span = sliding_window_mask(T, (window - 1) * dilation + 1)          # (T, T)
-    return span & ((i - j) % dilation == 0)                             # (T, T)
-
-
-def global_window_mask(T: int, window: int, global_positions):
-    """Causal sliding window plus global tokens: a global token's key is seen by every later
-    query, and a global query sees its whole past (Longformer's pattern, causal).
-
-    Returns: (T, T) bool: sliding_window_mask OR (causal_mask AND (key or query is global)).
-    """
-    i, j = query_key_positions(T)                                       # (T, 1), (1, T)
-    positions = [check_int(f"global_positions[{n}]", g, low=0, high=T - 1)
-                 for n, g in enumerate(global_positions)]
-    is_global_key = np.isin(j, positions)                               # (1, T)
-    is_global_query = np.isin(i, positions)                             # (T, 1)
-    return sliding_window_mask(T, window) | (causal_mask(T) & (is_global_key | is_global_query))
 
 
 def attention_patterns(T: int = 16, window: int = 4, dilation: int = 2, global_positions=(0, 8),

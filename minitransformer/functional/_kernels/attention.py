@@ -3,19 +3,26 @@
 The same equations and cache; the (B, H, T, S) scores are the largest arrays, so
 this form never allocates a second one: the bias and the mask are added in
 place, the softmax overwrites the scores with P, and its backward overwrites dP
-with dscores (the fast softmax, softmax.py here).
+with dscores (the fast softmax, softmax.py here). Attention dropout (p_drop > 0 in
+training) is computed by the plain form: this twin hands such a call, and the
+backward of its cache, over to it.
 """
 from __future__ import annotations
 
 from ...validate import check_same_shape
+from .. import attention as plain
 from ..attention import AttentionCache, _check_inputs, _sum_to_shape
 from ..masks import additive_mask
 from ..softmax import SoftmaxCache
 from .softmax import softmax_backward_into, softmax_into
 
 
-def attention_forward(q, k, v, mask=None, bias=None):
+def attention_forward(q, k, v, mask=None, bias=None, *, p_drop=0.0, rng=None, training=True,
+                      drop_mask=None):
     """Twin of functional.attention.attention_forward."""
+    if p_drop != 0.0 and training:                         # attention dropout: the plain form
+        return plain.attention_forward(q, k, v, mask, bias, p_drop=p_drop, rng=rng, training=training,
+                                       drop_mask=drop_mask)
     B, H, T, D, n_kv_head, S = _check_inputs(q, k, v, mask, bias)
     r = H // n_kv_head                                     # query heads per kv head
     q_grouped = q.reshape(B, n_kv_head, r * T, D)          # (B, G, r·T, D)
@@ -35,7 +42,9 @@ def attention_forward(q, k, v, mask=None, bias=None):
 
 def attention_backward(dout, cache: AttentionCache):
     """Twin of functional.attention.attention_backward."""
-    q_grouped, k_scaled, v, P, scale, bias_shape = cache
+    if cache.dropout is not None:                          # attention dropout: the plain form
+        return plain.attention_backward(dout, cache)
+    q_grouped, k_scaled, v, P, scale, bias_shape = cache[:6]
     B, n_kv_head, rT, D = q_grouped.shape
     H, T, S = P.shape[1:]
     check_same_shape("dout", dout, (B, H, T, v.shape[-1]))
