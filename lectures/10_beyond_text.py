@@ -13,6 +13,15 @@
 # The Transformer reads a sequence of vectors; nothing in it says the vectors
 # must come from words. This lecture feeds it image patches and table rows, then
 # looks at what happens at and beyond the context length it was trained on.
+#
+# | section | what | in the package |
+# |---|---|---|
+# | images | the Vision Transformer: patches, [CLS], row + column positions | `functional/patches.py`, `models/vit.py`, `train --model vit` |
+# | tables | the feature tokenizer: an embedding per category, a scaled vector per number | `functional/feature_tokenizer.py`, `models/tabular.py`, `train --model tabular` |
+# | relative positions | Shaw's clipped-distance tables, T5's log buckets | `functional/shaw.py`, `functional/t5_bias.py`, `position="shaw"/"t5"` |
+# | position interpolation | RoPE at positions m / s | `rope_scale` |
+# | attention sinks | a rolling KV cache that keeps the first tokens | `SinkKVCache`, `generate(cache_window=, n_sink=)` |
+# | sparse patterns | dilated and global + sliding windows | `functional/masks.py`, `dilation`, `global_positions` |
 
 # %%
 import matplotlib
@@ -48,8 +57,6 @@ ax.set_yticks(np.arange(0, H_img + 1, p) - 0.5, labels=[])
 ax.grid(color="tab:red", linewidth=0.5)
 ax.set_title(f"{H_img}x{W_img} image, {p}x{p} patches: {N_patches} tokens")
 save_figure(fig, "vit_patch_grid.png")
-
-# ---- section: vit (begin) ----
 
 # %% [markdown]
 # ### A synthetic image, cut into patches
@@ -139,10 +146,6 @@ assert vit_roundtrip
 assert np.allclose(Z_patches[0, 5], X_patches[0, 5] @ W_patch)              # one patch, one matrix product
 assert vit_accuracy > 0.3 > 1.5 / len(SHAPES)                               # well above chance (1/6)
 
-# ---- section: vit (end) ----
-
-# ---- section: tabular (begin) ----
-
 # %% [markdown]
 # ## Tables as sequences: the feature tokenizer
 #
@@ -208,9 +211,6 @@ assert np.array_equal(tokens[:, 4], E_cat[offsets[1] + tiny_cat[:, 1]])         
 assert offsets == (0, CARDINALITIES[0])
 assert tab_accuracy > tab_majority + 0.15
 
-# ---- section: tabular (end) ----
-
-# ---- section: relative positions (begin) ----
 # %% [markdown]
 # ## Relative positions: Shaw's tables and T5's buckets
 #
@@ -292,9 +292,7 @@ assert list(rel_causal) == [0, 1, 7, 8, 17, 30, 31, 0, 0]           # m = 16 exa
 assert (rel_causal[rel_distances > 0] == 0).all()                   # causal: the future is bucket 0
 assert rel_shift_error < 1e-12
 assert (rel_maps["t5_causal"][rel_maps["distance"] > 0] == 0).all()
-# ---- section: relative positions (end) ----
 
-# ---- section: position interpolation (begin) ----
 # %% [markdown]
 # ## Position interpolation: reading a longer context with RoPE
 #
@@ -368,9 +366,7 @@ assert 40 * theta[3] > max_trained_angle >= 40 / 2 * theta[3]
 assert np.array_equal(at_40_scaled, at_20_plain)
 assert all(loss.shape == (2 * T_ctx,) and np.isfinite(loss).all() for loss in interp_losses.values())
 assert GPTConfig(position="rope", rope_scale=2.0).rope_scale == 2.0
-# ---- section: position interpolation (end) ----
 
-# ---- section: attention sinks (begin) ----
 # %% [markdown]
 # ## Attention sinks: generating past the context with a rolling cache
 #
@@ -429,9 +425,7 @@ assert sink_cache.positions.tolist() == [0, 1, 5, 6]          # 2 sinks + the 2 
 assert sink_cache.length == 4 and sink_cache.seen == 7
 assert streamed.shape == (1, 8 + 3 * T_ctx)                    # past block_size
 assert all(np.isfinite(p) for p in sinks_data["perplexity"].values())
-# ---- section: attention sinks (end) ----
 
-# ---- section: sparse patterns (begin) ----
 # %% [markdown]
 # ## Sparse patterns: fewer scores, a reach that grows with depth
 #
@@ -462,14 +456,12 @@ global_sliding = global_window_mask(T_sp, w_sp, (0,))
 print("dilated window, w = 3, r = 2:\n", dilated.astype(int))
 print("global position 0 + window 3:\n", global_sliding.astype(int))
 
-
 def reach(mask, layers):
     """Which positions can reach which after ``layers`` layers: the boolean matrix power."""
     r = np.eye(len(mask), dtype=bool)
     for _ in range(layers):
         r = (r.astype(int) @ mask.astype(int)) > 0
     return r
-
 
 T_reach = 16
 reach_back = {}
@@ -493,9 +485,6 @@ assert np.array_equal(dilated[7], [0, 0, 0, 1, 0, 1, 0, 1])      # 7, 5, 3 (1 is
 assert global_sliding[:, 0].all()                                 # everyone sees the global token
 assert reach_back["sliding"] == 2 * (w_sp - 1) and reach_back["dilated"] == 2 * (w_sp - 1) * r_sp
 assert np.all(sparse_probs[0][:, ~dilated] == 0)                  # nothing outside the pattern
-# ---- section: sparse patterns (end) ----
-
-# ---- section: quiz (begin) ----
 
 # %% [markdown]
 # ## Quiz
@@ -576,8 +565,6 @@ answer_7 = None  # your answer
 # %%
 check("7", answer_7, "first", hint="the attention sink: the initial token")
 summary()
-
-# ---- section: quiz (end) ----
 
 # %% [markdown]
 # ## What this lecture claimed, checked
