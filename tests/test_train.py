@@ -101,6 +101,21 @@ def test_train_command_errors_go_to_stderr_with_exit_2(tmp_path, capsys):
     assert err.startswith("error: --resume: no checkpoint at ")
 
 
+def test_a_command_imports_only_its_own_module():
+    """`train` does not import the other commands (figures loads matplotlib's figure machinery);
+    the help without a command still lists every command."""
+    import subprocess
+    import sys
+    code = ("import sys; from minitransformer.cli import _parser; _parser('train'); "
+            "print(sorted(m for m in sys.modules if m.startswith('minitransformer.cli.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['minitransformer.cli.train']"
+    listing = subprocess.run([sys.executable, "-m", "minitransformer"], capture_output=True, text=True,
+                             check=True).stdout
+    for name in ("train", "generate", "figures", "gradcheck", "embed", "homework"):
+        assert f"    {name}" in listing
+
+
 # ---------------------------------------------------------------- fault injection: nothing lost
 def _weights(path):
     return load_checkpoint(path)[0]
