@@ -31,6 +31,21 @@ def test_resume_after_interrupt_gives_the_same_losses(tmp_path):
     assert resumed.final_val_loss == whole.final_val_loss
 
 
+def test_recompute_trains_the_same_losses_and_may_change_on_resume(tmp_path):
+    """TrainConfig(recompute=True): the same losses, bit for bit (dropout on); a run resumed with
+    recompute switched on continues exactly, since recomputation is not part of the trajectory."""
+    ckpt = str(tmp_path / "run.npz")
+    whole = train(GPT(CFG, rng=1), _task(), _cfg(), log=lambda s: None)
+    recomputed = train(GPT(CFG, rng=1), _task(), _cfg(recompute=True), log=lambda s: None)
+    assert [l for _, l in recomputed.history] == [l for _, l in whole.history]
+    train(GPT(CFG, rng=1), _task(), _cfg(), checkpoint_path=ckpt, stop_after=5, log=lambda s: None)
+    resumed = train(GPT(CFG, rng=99), _task(), _cfg(recompute=True), checkpoint_path=ckpt, resume=True,
+                    log=lambda s: None)
+    assert [l for _, l in resumed.history] == [l for _, l in whole.history]
+    with pytest.raises(TypeError, match="recompute: expected True or False"):
+        TrainConfig(recompute="yes")
+
+
 def test_seq2seq_resume_is_exact_too(tmp_path):
     cfg = Seq2SeqConfig(vocab_size=8, block_size=8, n_layer=1, n_head=2, d_model=16, p_drop=0.1)
     task = SequenceTaskData("reverse", 8, (2, 5), batch_size=4, n_val=8)
