@@ -191,3 +191,26 @@ def test_caches_are_interchangeable(dtype):
             got = got if isinstance(got, tuple) else (got,)
             for g, e in zip(got, expected if isinstance(expected, tuple) else (expected,)):
                 assert_twin(g, e, TOL[dtype])
+
+
+@given(B=st.integers(1, 2), heads=head_counts(), T=st.integers(1, 5), D=st.integers(1, 4), dtype=dtypes,
+       seed=seeds)
+def test_merge_heads_twin_reshapes_the_attention_twins_buffers_and_copies_anything_else(B, heads, T, D,
+                                                                                      dtype, seed):
+    """The attention twin's gradients (r = 1) sit side by side in one buffer: the merge twin returns
+    them without a copy; parts that do not tile one buffer in order go through the plain merge."""
+    from minitransformer.functional.heads import merge_heads
+    H, G = heads
+    q = normal_array(seed, (B, H, T, D), 1.0, dtype)
+    k, v = normal_array(seed + 1, (B, G, T, D), 1.0, dtype), normal_array(seed + 2, (B, G, T, D), 1.0, dtype)
+    dout = normal_array(seed + 3, (B, H, T, D), 1.0, dtype)
+    out, cache = fast(attention_forward)(q, k, v, np.tril(np.ones((T, T), bool)))
+    dq, dk, dv = fast(attention_backward)(dout, cache)
+    for parts in [(out,), (dq, dk, dv), (dq,), (dk, dv), (dv, dk, dq), (q, k, v), (q.copy(),)]:
+        merged_fast, merged_plain = fast(merge_heads)(*parts), merge_heads(*parts)
+        assert merged_fast.shape == merged_plain.shape and merged_fast.dtype == merged_plain.dtype
+        np.testing.assert_array_equal(merged_fast, merged_plain)
+    if G == H:                                                     # the twins' no-copy path
+        assert np.shares_memory(fast(merge_heads)(dq, dk, dv), dq)
+        assert np.shares_memory(fast(merge_heads)(out), out)
+    assert not np.shares_memory(fast(merge_heads)(q, k, v), q)     # separate arrays: a fresh merge
