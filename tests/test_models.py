@@ -223,3 +223,39 @@ def test_gpt_gradients_with_recompute(v, p_drop, seed):
     ids = np.random.default_rng(seed).integers(0, 7, (2, 5))
     result = check_module(model, ids, seed=seed, max_coords=12, tol=TOL)
     assert result.ok, str(result)
+
+
+def test_a_float32_training_step_keeps_every_cache_gradient_and_state_in_float32():
+    """No float64 promotion on the fast path: every floating array the forward caches (walked
+    through each Module's cache), the logits, every gradient and the AdamW state stay float32."""
+    from minitransformer.training.loop import TrainConfig, make_optimizer
+
+    def floating_arrays(obj, seen):
+        if id(obj) in seen:
+            return
+        seen.add(id(obj))
+        if isinstance(obj, np.ndarray):
+            if obj.dtype.kind == "f":
+                yield obj
+        elif isinstance(obj, (tuple, list)):
+            for item in obj:
+                yield from floating_arrays(item, seen)
+        elif isinstance(obj, dict):
+            for item in obj.values():
+                yield from floating_arrays(item, seen)
+
+    for activation in ("gelu_tanh", "gelu", "swiglu"):
+        model = GPT(GPTConfig(vocab_size=11, block_size=8, n_layer=2, n_head=2, d_model=16,
+                              activation=activation, p_drop=0.1), rng=0)
+        ids = np.random.default_rng(0).integers(0, 11, (3, 8))
+        logits = model.forward(ids)
+        cached = [a for _, m in model.named_modules() for a in floating_arrays(m._cache, set())]
+        assert len(cached) > 20 and {a.dtype for a in cached} == {np.dtype(np.float32)}, activation
+        loss, cache = cross_entropy_forward(logits, ids)
+        assert logits.dtype == loss.dtype == np.float32
+        model.backward(cross_entropy_backward(1.0, cache))
+        opt = make_optimizer(model, TrainConfig())
+        opt.step(1e-3)
+        arrays = [p for _, p, _ in opt.params] + [g for _, _, g in opt.params]
+        arrays += [a for buffers in opt.state.values() for a in buffers.values()]
+        assert {a.dtype for a in arrays} == {np.dtype(np.float32)}, activation
