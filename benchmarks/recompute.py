@@ -21,7 +21,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_step import CONFIGS, checked_environment  # noqa: E402
+from train_step import CONFIGS, checked_environment, machine  # noqa: E402
 
 SETTINGS = (("stored", []), ("recompute", ["--recompute"]))
 
@@ -47,7 +47,7 @@ def measure(name: str, steps: int, rounds: int, env) -> list[dict]:
                      "peak_rss_delta_mb": max(r["peak_rss_delta_mb"] for r in results),
                      "tracemalloc_peak_mb": max(r["tracemalloc_peak_mb"] for r in results),
                      "params_mb": results[0]["params_mb"], "rounds": rounds,
-                     "machine": results[0]["machine"]})
+                     "machine": {**machine(), "OPENBLAS_NUM_THREADS": env.get("OPENBLAS_NUM_THREADS")}})
     return rows
 
 
