@@ -66,6 +66,10 @@ def draw(rows: list[dict], path: str) -> None:
                         textcoords="offset points", xytext=(5, 3), fontsize=8)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(ScalarFormatter())
+        axis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("step time, ms (min over the steps)")
     ax.set_ylabel("peak working memory, MB (RSS growth)")
     ax.set_title("Activation recomputation: memory against time")
