@@ -10,7 +10,8 @@ identity-branch gradient. The cross-attention's memory gradient is returned so
 the model can send it back into the encoder.
 
 Activation recomputation (gradient checkpointing; Chen et al. 2016, "Training Deep
-Nets with Sublinear Memory Cost"), off by default, on with ``set_recompute(model)``:
+Nets with Sublinear Memory Cost"), off by default, on with ``set_recompute(model)``;
+the stacks run their blocks through ``checkpointed_forward`` / ``checkpointed_backward``:
 
     forward:   y = block(x)            keep x (and the dropout generators' states);
                                        drop every cache the sublayers made
@@ -79,40 +80,43 @@ class _Replay(NamedTuple):
 
 
 class _RecomputableBlock(Module):
-    """A block whose forward can drop its sublayers' caches and rebuild them in backward.
+    """A block whose sublayers' caches can be dropped after forward and rebuilt in backward.
 
-    Subclasses write ``_forward`` and ``_backward``; ``recompute`` (False here, set per block
-    by ``set_recompute``) chooses, at each training forward, between keeping the caches
-    and keeping only the inputs.
+    ``forward`` / ``backward`` (the subclasses') are the block itself; the stacks call
+    them through ``checkpointed_forward`` / ``checkpointed_backward``, which, when
+    ``recompute`` is on (False here, set per block by ``set_recompute``) and the block is
+    training, keep only the inputs and redo the forward in backward.
     """
 
     recompute = False
 
-    def forward(self, *args, **kwargs):
+    def checkpointed_forward(self, *args, **kwargs):
+        """``forward(*args, **kwargs)``, keeping only the inputs when recomputing."""
         if not (self.recompute and self.training) or any(v is not None for k, v in kwargs.items()
                                                           if k.endswith("kv_cache")):
             self._save(None)
-            return self._forward(*args, **kwargs)
+            return self.forward(*args, **kwargs)
         states = [(g, g.bit_generator.state) for g in _generators(self)]
-        y = self._forward(*args, **kwargs)
+        y = self.forward(*args, **kwargs)
         for _, module in self.named_modules():
             module._cache = None                    # every sublayer's cache: rebuilt in backward
         self._save(_Replay(args, kwargs, states))
         return y
 
-    def backward(self, dy):
+    def checkpointed_backward(self, dy):
+        """``backward(dy)``, after redoing the forward when ``checkpointed_forward`` recomputed."""
         if self.__dict__.get("_cache") is None:     # an ordinary forward: the sublayers hold their caches
-            return self._backward(dy)
+            return self.backward(dy)
         replay = self._pop_cache()
         after = [(g, g.bit_generator.state) for g, _ in replay.rng_states]
         for g, state in replay.rng_states:
             g.bit_generator.state = state           # the same dropout masks as the first forward
         try:
-            self._forward(*replay.args, **replay.kwargs)
+            self.forward(*replay.args, **replay.kwargs)
         finally:
             for g, state in after:
                 g.bit_generator.state = state       # the generators go on as if nothing was redone
-        return self._backward(dy)
+        return self.backward(dy)
 
 
 def _generators(module: Module) -> list:
@@ -147,11 +151,11 @@ class EncoderBlock(_RecomputableBlock):
                                                           out_std=spec.out_std, dtype=dtype),
                                         dropout_rng, dtype))
 
-    def _forward(self, x, key_padding_mask=None):
+    def forward(self, x, key_padding_mask=None):
         x = self.attn.forward(x, key_padding_mask=key_padding_mask)   # (B, S, C)
         return self.ffn.forward(x)                                    # (B, S, C)
 
-    def _backward(self, dy):
+    def backward(self, dy):
         return self.attn.backward(self.ffn.backward(dy))              # (B, S, C)
 
 
@@ -171,14 +175,14 @@ class DecoderBlock(_RecomputableBlock):
                                                           out_std=spec.out_std, dtype=dtype),
                                         dropout_rng, dtype))
 
-    def _forward(self, x, memory=None, memory_padding_mask=None, kv_cache=None, cross_kv_cache=None):
+    def forward(self, x, memory=None, memory_padding_mask=None, kv_cache=None, cross_kv_cache=None):
         x = self.attn.forward(x, kv_cache=kv_cache)                               # (B, T, C)
         if self.cross:
             x = self.cross_attn.forward(x, memory, key_padding_mask=memory_padding_mask,
                                         kv_cache=cross_kv_cache)                  # (B, T, C)
         return self.ffn.forward(x)                                                # (B, T, C)
 
-    def _backward(self, dy):
+    def backward(self, dy):
         """Returns dx, or (dx, dmemory) for a block with cross-attention."""
         dx = self.ffn.backward(dy)
         dmemory = None
