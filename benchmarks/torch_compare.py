@@ -107,13 +107,13 @@ def torch_model(name: str, seed: int = 0, device: str = "cpu", vocab: int = VOCA
     return step
 
 
-def _numpy_step(name):
+def _numpy_step(name, recompute=False):
     from minitransformer.training.loop import train_step
-    model, task, cfg, opt, rng = build(name)
+    model, task, cfg, opt, rng = build(name, recompute=recompute)
     return (lambda batch: train_step(model, task, batch, opt, cfg.lr, cfg)), task, rng
 
 
-def run_one(name: str, lib: str, steps: int, warmup: int, malloc: bool = True) -> dict:
+def run_one(name: str, lib: str, steps: int, warmup: int, malloc: bool = True, recompute: bool = False) -> dict:
     """In a fresh subprocess: ``warmup`` + ``steps`` steps of one library; times and peak memory.
 
     NumPy's side first calls ``minitransformer.training.perf.tune_malloc()``, as ``train()`` does
@@ -131,7 +131,7 @@ def run_one(name: str, lib: str, steps: int, warmup: int, malloc: bool = True) -
         step = torch_model(name)
         task, rng = make_task(name)
     else:
-        step, task, rng = _numpy_step(name)
+        step, task, rng = _numpy_step(name, recompute)
     batches = [task.batch("train", rng) for _ in range(warmup + steps)]
     ms = []
     for i, batch in enumerate(batches):
@@ -142,14 +142,15 @@ def run_one(name: str, lib: str, steps: int, warmup: int, malloc: bool = True) -
     return {"lib": lib, "ms": ms, "peak_rss_mb": round((_status_kb("VmHWM") - rss0) / 1024, 1)}
 
 
-def compare(name: str, steps: int, warmup: int, rounds: int, env, malloc: bool = True) -> dict:
+def compare(name: str, steps: int, warmup: int, rounds: int, env, malloc: bool = True,
+            recompute: bool = False) -> dict:
     """Alternate fresh subprocesses of each library; medians over all their timed steps."""
     import numpy as np
     ms = {"numpy": [], "torch": []}
     rss = {"numpy": 0.0, "torch": 0.0}
     for r in range(rounds):
         for lib in (("numpy", "torch") if r % 2 == 0 else ("torch", "numpy")):
-            extra = [] if malloc else ["--no-malloc"]
+            extra = ([] if malloc else ["--no-malloc"]) + (["--recompute"] if recompute else [])
             out = _subprocess(["--run", name, lib, "--steps", str(steps), "--warmup", str(warmup)] + extra, env)
             ms[lib] += out["ms"]
             rss[lib] = max(rss[lib], out["peak_rss_mb"])
@@ -162,7 +163,7 @@ def compare(name: str, steps: int, warmup: int, rounds: int, env, malloc: bool =
             "ratio_min": round(low["numpy"] / low["torch"], 3),
             "numpy_peak_rss_mb": rss["numpy"], "torch_peak_rss_mb": rss["torch"],
             "memory_ratio": round(rss["numpy"] / rss["torch"], 3),
-            "threads": int(env["OPENBLAS_NUM_THREADS"]), "tune_malloc": malloc,
+            "threads": int(env["OPENBLAS_NUM_THREADS"]), "tune_malloc": malloc, "recompute": recompute,
             "machine": machine(), "torch": _torch_version()}
 
 
@@ -188,6 +189,8 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--no-malloc", action="store_true",
                    help="NumPy side without minitransformer.training.perf.tune_malloc() (train() calls it)")
+    p.add_argument("--recompute", action="store_true",
+                   help="NumPy side with activation recomputation in every block (layers.set_recompute)")
     p.add_argument("--run", nargs=2, help=argparse.SUPPRESS)   # internal: CONFIG LIB in this process
     args = p.parse_args(argv)
     try:
@@ -197,11 +200,13 @@ def main(argv=None) -> int:
               "(pip install torch --index-url https://download.pytorch.org/whl/cpu)")
         return 0
     if args.run:
-        print(json.dumps(run_one(args.run[0], args.run[1], args.steps, args.warmup, not args.no_malloc)))
+        print(json.dumps(run_one(args.run[0], args.run[1], args.steps, args.warmup, not args.no_malloc,
+                                 args.recompute)))
         return 0
     env = checked_environment(p, args)
     for name in args.configs:
-        print(json.dumps(compare(name, args.steps, args.warmup, args.rounds, env, not args.no_malloc)), flush=True)
+        print(json.dumps(compare(name, args.steps, args.warmup, args.rounds, env, not args.no_malloc,
+                                 args.recompute)), flush=True)
     return 0
 
 

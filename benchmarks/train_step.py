@@ -3,6 +3,7 @@
     python benchmarks/train_step.py                 # configs a, b, c, 2 BLAS threads
     python benchmarks/train_step.py b --steps 20    # one config, more steps
     python benchmarks/train_step.py --no-malloc     # without minitransformer.training.perf.tune_malloc()
+    python benchmarks/train_step.py b --recompute   # with activation recomputation (layers/blocks.py)
 
 A step is ``minitransformer.training.loop.train_step`` itself: forward, cross-entropy forward
 and backward, model.backward, clip_grad_norm(1.0), AdamW(betas (0.9, 0.99), weight
@@ -65,8 +66,10 @@ def make_task(name: str, seed: int = 0):
     return LanguageModelTask(ids[:90_000], ids[90_000:], T, B), rng
 
 
-def build(name: str, seed: int = 0):
-    """(model, task, train config, optimizer, generator) for config ``name``."""
+def build(name: str, seed: int = 0, recompute: bool = False):
+    """(model, task, train config, optimizer, generator) for config ``name``; ``recompute``:
+    activation recomputation in every block (``layers.set_recompute``)."""
+    from minitransformer.layers import set_recompute
     from minitransformer.models import GPT, GPTConfig
     from minitransformer.training.loop import TrainConfig, make_optimizer
 
@@ -75,6 +78,7 @@ def build(name: str, seed: int = 0):
                        activation="gelu_tanh", position="learned", norm_position="pre",
                        tie_weights=True, p_drop=0.0)
     model = GPT(config, rng=seed)
+    set_recompute(model, recompute)
     task, rng = make_task(name, seed)
     cfg = TrainConfig(lr=1e-3, betas=(0.9, 0.99), weight_decay=0.1, grad_clip=1.0)
     return model, task, cfg, make_optimizer(model, cfg), rng
@@ -147,7 +151,7 @@ def _status_kb(field: str) -> int:
     return 0
 
 
-def measure(name: str, steps: int, warmup: int) -> dict:
+def measure(name: str, steps: int, warmup: int, recompute: bool = False) -> dict:
     """Run in the subprocess: time, memory and matmul share of one config."""
     import tracemalloc
 
@@ -155,7 +159,7 @@ def measure(name: str, steps: int, warmup: int) -> dict:
 
     from minitransformer.training.loop import train_step
 
-    model, task, cfg, opt, rng = build(name)
+    model, task, cfg, opt, rng = build(name, recompute=recompute)
     batches = [task.batch("train", rng) for _ in range(warmup + steps + 6)]
     rss0 = _status_kb("VmRSS")
     for i in range(warmup):
@@ -175,7 +179,7 @@ def measure(name: str, steps: int, warmup: int) -> dict:
     L, H, C, T, B = CONFIGS[name]
     params_bytes = sum(p.nbytes for _, p, _ in model.parameters())
     med = float(np.median(ms))
-    return {"config": name, "n_layer": L, "n_head": H, "d_model": C, "block_size": T, "batch": B,
+    return {"config": name, "recompute": recompute, "n_layer": L, "n_head": H, "d_model": C, "block_size": T, "batch": B,
             "steps": steps, "ms_median": round(med, 2), "ms_min": round(float(ms.min()), 2),
             "ms_max": round(float(ms.max()), 2), "tokens_per_s": round(B * T / med * 1e3),
             "gemm_ms": round(gemm_ms, 2), "gemm_calls": gemm_calls, "gemv_ms": round(gemv_ms, 2),
@@ -221,18 +225,20 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=2, help="OPENBLAS_NUM_THREADS, unless already set")
     p.add_argument("--no-malloc", action="store_true",
                    help="skip minitransformer.training.perf.tune_malloc(), which train() calls first")
+    p.add_argument("--recompute", action="store_true", help="activation recomputation in every block")
     p.add_argument("--one", help=argparse.SUPPRESS)        # internal: measure in this process
     args = p.parse_args(argv)
     if args.one:
         if not args.no_malloc:
             from minitransformer.training.perf import tune_malloc
             tune_malloc()
-        print(json.dumps(measure(args.one, args.steps, args.warmup)), flush=True)
+        print(json.dumps(measure(args.one, args.steps, args.warmup, args.recompute)), flush=True)
         return 0
     env = checked_environment(p, args)
     for name in args.configs:
         cmd = [sys.executable, os.path.abspath(__file__), "--one", name, "--steps", str(args.steps),
-               "--warmup", str(args.warmup)] + (["--no-malloc"] if args.no_malloc else [])
+               "--warmup", str(args.warmup)] + (["--no-malloc"] if args.no_malloc else []) \
+            + (["--recompute"] if args.recompute else [])
         result = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if result.returncode:
             sys.stderr.write(result.stderr)

@@ -11,8 +11,10 @@ cancel to near 0 are judged against the size of the quantity, not their own):
   pairwise sums) and in-place bracketing: a few ulps, 1e-15 in practice.
 - float32: 1e-5 (5e-6 for softmax and GELU). The same re-orderings, at float32's
   ulp 6e-8, over sums of up to a few hundred terms; the tanh GELU twin also takes
-  σ(2u) = ½ + ½ tanh u in float32, off by under 1e-7·|x| (activations.py).
+  σ(2u) = 1 / (1 + exp(-2u)) in float32 (one exp, no sign branch; _kernels/gelu.py).
 """
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -125,6 +127,21 @@ def test_gelu_twins(shape, dtype, seed, approximate, scale):
     assert_pair(gelu_forward, gelu_backward, (x,), dy, tol, approximate=approximate)
 
 
+def test_gelu_tanh_twin_float32_far_tails_quietly():
+    """exp(-2u) overflows to inf far left: σ = 1 / inf = 0, y = 0 and dy/dx = 0 there, no warning, no NaN."""
+    x = np.array([-1e4, -300.0, -60.0, -10.0, -1.0, 0.0, 1.0, 10.0, 60.0, 1e4], dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        y, cache = fast(gelu_forward)(x, approximate="tanh")
+    y_plain, cache_plain = gelu_forward(x, approximate="tanh")
+    assert y.dtype == cache.dydx.dtype == np.float32
+    np.testing.assert_array_equal(y[:3], 0.0)
+    np.testing.assert_array_equal(cache.dydx[:3], 0.0)
+    np.testing.assert_array_equal(y[-3:], x[-3:])                 # σ = 1: y = x
+    assert_twin(y, y_plain, 5e-6)
+    assert_twin(cache.dydx, cache_plain.dydx, 5e-6)
+
+
 @given(B=st.integers(1, 2), heads=head_counts(), T=st.integers(1, 6), S=st.integers(1, 7),
        D=st.integers(1, 5), dtype=dtypes, seed=seeds, with_bias=st.booleans())
 def test_attention_twins_with_masked_rows(B, heads, T, S, D, dtype, seed, with_bias):
@@ -174,3 +191,26 @@ def test_caches_are_interchangeable(dtype):
             got = got if isinstance(got, tuple) else (got,)
             for g, e in zip(got, expected if isinstance(expected, tuple) else (expected,)):
                 assert_twin(g, e, TOL[dtype])
+
+
+@given(B=st.integers(1, 2), heads=head_counts(), T=st.integers(1, 5), D=st.integers(1, 4), dtype=dtypes,
+       seed=seeds)
+def test_merge_heads_twin_reshapes_the_attention_twins_buffers_and_copies_anything_else(B, heads, T, D,
+                                                                                      dtype, seed):
+    """The attention twin's gradients (r = 1) sit side by side in one buffer: the merge twin returns
+    them without a copy; parts that do not tile one buffer in order go through the plain merge."""
+    from minitransformer.functional.heads import merge_heads
+    H, G = heads
+    q = normal_array(seed, (B, H, T, D), 1.0, dtype)
+    k, v = normal_array(seed + 1, (B, G, T, D), 1.0, dtype), normal_array(seed + 2, (B, G, T, D), 1.0, dtype)
+    dout = normal_array(seed + 3, (B, H, T, D), 1.0, dtype)
+    out, cache = fast(attention_forward)(q, k, v, np.tril(np.ones((T, T), bool)))
+    dq, dk, dv = fast(attention_backward)(dout, cache)
+    for parts in [(out,), (dq, dk, dv), (dq,), (dk, dv), (dv, dk, dq), (q, k, v), (q.copy(),)]:
+        merged_fast, merged_plain = fast(merge_heads)(*parts), merge_heads(*parts)
+        assert merged_fast.shape == merged_plain.shape and merged_fast.dtype == merged_plain.dtype
+        np.testing.assert_array_equal(merged_fast, merged_plain)
+    if G == H:                                                     # the twins' no-copy path
+        assert np.shares_memory(fast(merge_heads)(dq, dk, dv), dq)
+        assert np.shares_memory(fast(merge_heads)(out), out)
+    assert not np.shares_memory(fast(merge_heads)(q, k, v), q)     # separate arrays: a fresh merge

@@ -146,3 +146,116 @@ def test_release_caches_frees_every_module_below():
     assert all(m._cache is None for _, m in model.named_modules())
     with pytest.raises(RuntimeError, match="without a pending"):
         model.backward(np.ones_like(logits))
+
+
+# ------------------------------------------------ activation recomputation (set_recompute)
+def _step_grads(model, *inputs):
+    """Loss and every gradient of one forward/backward with a cross-entropy on random targets."""
+    logits = model.forward(*inputs)
+    targets = np.random.default_rng(5).integers(0, logits.shape[-1], logits.shape[:-1])
+    loss, cache = cross_entropy_forward(logits, targets)
+    model.backward(cross_entropy_backward(1.0, cache))
+    grads = {name: g.copy() for name, _, g in model.parameters()}
+    model.zero_grad()
+    return float(loss), grads
+
+
+def _families(p_drop, dtype):
+    """(name, build(), inputs) for GPT, the BERT-like encoder (MLM head) and the encoder-decoder."""
+    rng = np.random.default_rng(2)
+    src = rng.integers(1, 7, (2, 4))
+    src[1, 3] = 0
+    return [
+        ("gpt", lambda: GPT(GPTConfig(**TINY, p_drop=p_drop), rng=1, dtype=dtype),
+         (rng.integers(0, 7, (2, 5)),)),
+        ("encoder", lambda: Encoder(EncoderConfig(**TINY, p_drop=p_drop), rng=1, dtype=dtype),
+         (rng.integers(0, 7, (2, 5)), None, None, "mlm")),
+        ("seq2seq", lambda: Seq2Seq(Seq2SeqConfig(**TINY, p_drop=p_drop), rng=1, dtype=dtype),
+         (src, rng.integers(0, 7, (2, 5)))),
+    ]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_recompute_gives_the_same_loss_gradients_and_dropout_stream(dtype):
+    """Recomputed blocks replay the same dropout masks: the same numbers as stored caches, two
+    steps in a row (the dropout generators end where they would have), every family."""
+    for name, build, inputs in _families(0.2, dtype):
+        plain, recomputed = build(), build()
+        from minitransformer.layers import set_recompute
+        assert set_recompute(recomputed) == (4 if name == "seq2seq" else 2)
+        for _ in range(2):
+            loss_plain, grads_plain = _step_grads(plain, *inputs)
+            loss_re, grads_re = _step_grads(recomputed, *inputs)
+            assert loss_re == loss_plain, name
+            for key in grads_plain:
+                np.testing.assert_array_equal(grads_re[key], grads_plain[key], err_msg=f"{name} {key}")
+
+
+def test_recompute_keeps_only_the_block_inputs_between_forward_and_backward():
+    from minitransformer.layers import set_recompute
+    model = GPT(GPTConfig(**TINY), rng=0)
+    set_recompute(model)
+    logits = model.forward(np.zeros((2, 6), dtype=np.int64))
+    for block in model.blocks:
+        assert all(m._cache is None for _, m in block.named_modules() if m is not block)
+        assert block._cache.args[0].shape == (2, 6, 8)             # its input x (B, T, C)
+    model.backward(np.ones_like(logits))
+    assert all(m._cache is None for _, m in model.named_modules())
+    with pytest.raises(RuntimeError, match="without a pending"):
+        model.backward(np.ones_like(logits))                      # one backward per forward, as ever
+    model.eval()                                                  # eval: no recomputation, nothing kept
+    model.forward(np.zeros((2, 6), dtype=np.int64))
+    assert all(not hasattr(block._cache, "args") for block in model.blocks)
+    set_recompute(model, False)
+    model.train()
+    model.forward(np.zeros((2, 6), dtype=np.int64))
+    assert model.blocks[0].attn.sublayer._cache is not None       # off again: caches are stored
+    with pytest.raises(TypeError, match="on: expected True or False"):
+        set_recompute(model, "yes")
+
+
+@settings(max_examples=4)
+@given(v=variants, p_drop=st.sampled_from([0.0, 0.2]), seed=seeds)
+def test_gpt_gradients_with_recompute(v, p_drop, seed):
+    from minitransformer.layers import set_recompute
+    model = GPT(GPTConfig(**TINY, **v, p_drop=p_drop), rng=seed % 1000, dtype=F64)
+    set_recompute(model)
+    ids = np.random.default_rng(seed).integers(0, 7, (2, 5))
+    result = check_module(model, ids, seed=seed, max_coords=12, tol=TOL)
+    assert result.ok, str(result)
+
+
+def test_a_float32_training_step_keeps_every_cache_gradient_and_state_in_float32():
+    """No float64 promotion on the fast path: every floating array the forward caches (walked
+    through each Module's cache), the logits, every gradient and the AdamW state stay float32."""
+    from minitransformer.training.loop import TrainConfig, make_optimizer
+
+    def floating_arrays(obj, seen):
+        if id(obj) in seen:
+            return
+        seen.add(id(obj))
+        if isinstance(obj, np.ndarray):
+            if obj.dtype.kind == "f":
+                yield obj
+        elif isinstance(obj, (tuple, list)):
+            for item in obj:
+                yield from floating_arrays(item, seen)
+        elif isinstance(obj, dict):
+            for item in obj.values():
+                yield from floating_arrays(item, seen)
+
+    for activation in ("gelu_tanh", "gelu", "swiglu"):
+        model = GPT(GPTConfig(vocab_size=11, block_size=8, n_layer=2, n_head=2, d_model=16,
+                              activation=activation, p_drop=0.1), rng=0)
+        ids = np.random.default_rng(0).integers(0, 11, (3, 8))
+        logits = model.forward(ids)
+        cached = [a for _, m in model.named_modules() for a in floating_arrays(m._cache, set())]
+        assert len(cached) > 20 and {a.dtype for a in cached} == {np.dtype(np.float32)}, activation
+        loss, cache = cross_entropy_forward(logits, ids)
+        assert logits.dtype == loss.dtype == np.float32
+        model.backward(cross_entropy_backward(1.0, cache))
+        opt = make_optimizer(model, TrainConfig())
+        opt.step(1e-3)
+        arrays = [p for _, p, _ in opt.params] + [g for _, _, g in opt.params]
+        arrays += [a for buffers in opt.state.values() for a in buffers.values()]
+        assert {a.dtype for a in arrays} == {np.dtype(np.float32)}, activation

@@ -31,6 +31,21 @@ def test_resume_after_interrupt_gives_the_same_losses(tmp_path):
     assert resumed.final_val_loss == whole.final_val_loss
 
 
+def test_recompute_trains_the_same_losses_and_may_change_on_resume(tmp_path):
+    """TrainConfig(recompute=True): the same losses, bit for bit (dropout on); a run resumed with
+    recompute switched on continues exactly, since recomputation is not part of the trajectory."""
+    ckpt = str(tmp_path / "run.npz")
+    whole = train(GPT(CFG, rng=1), _task(), _cfg(), log=lambda s: None)
+    recomputed = train(GPT(CFG, rng=1), _task(), _cfg(recompute=True), log=lambda s: None)
+    assert [l for _, l in recomputed.history] == [l for _, l in whole.history]
+    train(GPT(CFG, rng=1), _task(), _cfg(), checkpoint_path=ckpt, stop_after=5, log=lambda s: None)
+    resumed = train(GPT(CFG, rng=99), _task(), _cfg(recompute=True), checkpoint_path=ckpt, resume=True,
+                    log=lambda s: None)
+    assert [l for _, l in resumed.history] == [l for _, l in whole.history]
+    with pytest.raises(TypeError, match="recompute: expected True or False"):
+        TrainConfig(recompute="yes")
+
+
 def test_seq2seq_resume_is_exact_too(tmp_path):
     cfg = Seq2SeqConfig(vocab_size=8, block_size=8, n_layer=1, n_head=2, d_model=16, p_drop=0.1)
     task = SequenceTaskData("reverse", 8, (2, 5), batch_size=4, n_val=8)
@@ -99,6 +114,21 @@ def test_train_command_errors_go_to_stderr_with_exit_2(tmp_path, capsys):
     assert code == 2
     assert out == ""
     assert err.startswith("error: --resume: no checkpoint at ")
+
+
+def test_a_command_imports_only_its_own_module():
+    """`train` does not import the other commands (figures loads matplotlib's figure machinery);
+    the help without a command still lists every command."""
+    import subprocess
+    import sys
+    code = ("import sys; from minitransformer.cli import _parser; _parser('train'); "
+            "print(sorted(m for m in sys.modules if m.startswith('minitransformer.cli.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['minitransformer.cli.train']"
+    listing = subprocess.run([sys.executable, "-m", "minitransformer"], capture_output=True, text=True,
+                             check=True).stdout
+    for name in ("train", "generate", "figures", "gradcheck", "embed", "homework"):
+        assert f"    {name}" in listing
 
 
 # ---------------------------------------------------------------- fault injection: nothing lost

@@ -99,6 +99,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --resume: continue although lr, steps, seed, ... differ from the checkpoint's "
                         "(the model architecture can never change)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="cuda needs CuPy (default: cpu)")
+    p.add_argument("--recompute", action="store_true",
+                   help="activation recomputation: each block redoes its forward in backward instead of "
+                        "storing its activations (less memory, a slower step, the same numbers)")
 
 
 def build(args):
@@ -106,7 +109,8 @@ def build(args):
     steps_default = {"gpt": 2000, "seq2seq": 800, "encoder": 1000, **CLASSIFIER_STEPS}[args.model]
     cfg = TrainConfig(steps=args.steps or steps_default, lr=args.lr, seed=args.seed,
                       eval_interval=min(args.eval_interval, args.steps or steps_default),
-                      checkpoint_interval=getattr(args, "checkpoint_every", 0))
+                      checkpoint_interval=getattr(args, "checkpoint_every", 0),
+                      recompute=getattr(args, "recompute", False))
     batch = args.batch_size or (64 if args.model in ("seq2seq",) + CLASSIFIERS else 12)
     if args.model in CLASSIFIERS:
         return _build_classifier(args, batch, cfg)

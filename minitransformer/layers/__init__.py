@@ -2,7 +2,7 @@
 from .activation import GEGLU, GELU, ReLU, SiLU, SwiGLU, make_activation
 from .attention import MultiHeadAttention
 from .kv_cache import KVCache, SinkKVCache
-from .blocks import BlockSpec, DecoderBlock, EncoderBlock
+from .blocks import BlockSpec, DecoderBlock, EncoderBlock, set_recompute
 from .dropout import Dropout
 from .embedding import Embedding
 from .ffn import FeedForward

@@ -184,7 +184,7 @@ class MultiHeadAttention(Module):
         else:
             o, attn = self._attend(q, k, v, mask, bias)                            # (B, H, T, D)
             relative = None
-        y, out = linear_forward(merge_heads(o), self.W_o, self.params.get("b_o"))  # (B, T, C)
+        y, out = linear_forward(fast(merge_heads)(o), self.W_o, self.params.get("b_o"))  # (B, T, C)
         self._decoding = kv_cache is not None
         self._save(None if self._decoding else MHACache(*caches, attn, out, relative))
         return y
@@ -262,7 +262,7 @@ class MultiHeadAttention(Module):
             return dx, dmemory
         if rope is not None:
             dq, dk = rope_backward(dq, rope), rope_backward(dk, rope)
-        dx, dW_qkv, db_qkv = linear_backward(merge_heads(dq, dk, dv), proj)  # (B, T, C)
+        dx, dW_qkv, db_qkv = linear_backward(fast(merge_heads)(dq, dk, dv), proj)  # (B, T, C)
         self._accumulate_pair("W_qkv", dW_qkv, "b_qkv", db_qkv)
         return dx
 

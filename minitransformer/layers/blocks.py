@@ -8,10 +8,25 @@
 Backward runs the sublayers in exact reverse order; each Residual adds its
 identity-branch gradient. The cross-attention's memory gradient is returned so
 the model can send it back into the encoder.
+
+Activation recomputation (gradient checkpointing; Chen et al. 2016, "Training Deep
+Nets with Sublinear Memory Cost"), off by default, on with ``set_recompute(model)``;
+the stacks run their blocks through ``checkpointed_forward`` / ``checkpointed_backward``:
+
+    forward:   y = block(x)            keep x (and the dropout generators' states);
+                                       drop every cache the sublayers made
+    backward:  block(x) once more      same x, same dropout masks: the same caches
+               dx = block.backward(dy)
+
+The stack then holds one (B, T, C) input per block plus the caches of ONE block
+(the one being differentiated) instead of the caches of all of them (attention
+probabilities, FFN activations: ten to twenty times the input each); the price is a
+second forward of every block per step. The gradients are the very same numbers.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -81,7 +96,74 @@ def _pattern(spec: BlockSpec, causal: bool) -> dict:
     return dict(dilation=spec.dilation, global_positions=spec.global_positions)
 
 
-class EncoderBlock(Module):
+class _Replay(NamedTuple):
+    args: tuple          # the block's forward inputs, kept for the second forward
+    kwargs: dict
+    rng_states: list     # (generator, its state before the first forward), per dropout generator
+
+
+class _RecomputableBlock(Module):
+    """A block whose sublayers' caches can be dropped after forward and rebuilt in backward.
+
+    ``forward`` / ``backward`` (the subclasses') are the block itself; the stacks call
+    them through ``checkpointed_forward`` / ``checkpointed_backward``, which, when
+    ``recompute`` is on (False here, set per block by ``set_recompute``) and the block is
+    training, keep only the inputs and redo the forward in backward.
+    """
+
+    recompute = False
+
+    def checkpointed_forward(self, *args, **kwargs):
+        """``forward(*args, **kwargs)``, keeping only the inputs when recomputing."""
+        if not (self.recompute and self.training) or any(v is not None for k, v in kwargs.items()
+                                                          if k.endswith("kv_cache")):
+            self._save(None)
+            return self.forward(*args, **kwargs)
+        states = [(g, g.bit_generator.state) for g in _generators(self)]
+        y = self.forward(*args, **kwargs)
+        for _, module in self.named_modules():
+            module._cache = None                    # every sublayer's cache: rebuilt in backward
+        self._save(_Replay(args, kwargs, states))
+        return y
+
+    def checkpointed_backward(self, dy):
+        """``backward(dy)``, after redoing the forward when ``checkpointed_forward`` recomputed."""
+        if self.__dict__.get("_cache") is None:     # an ordinary forward: the sublayers hold their caches
+            return self.backward(dy)
+        replay = self._pop_cache()
+        after = [(g, g.bit_generator.state) for g, _ in replay.rng_states]
+        for g, state in replay.rng_states:
+            g.bit_generator.state = state           # the same dropout masks as the first forward
+        try:
+            self.forward(*replay.args, **replay.kwargs)
+        finally:
+            for g, state in after:
+                g.bit_generator.state = state       # the generators go on as if nothing was redone
+        return self.backward(dy)
+
+
+def _generators(module: Module) -> list:
+    """The distinct random generators of the dropout layers below ``module``."""
+    gens = {}
+    for _, m in module.named_modules():
+        g = m.__dict__.get("rng")
+        if g is not None:
+            gens[id(g)] = g
+    return list(gens.values())
+
+
+def set_recompute(model: Module, on: bool = True) -> int:
+    """Turn activation recomputation on (or off) in every encoder and decoder block of ``model``;
+    returns the number of blocks. Takes effect at the next forward."""
+    if not isinstance(on, bool):
+        raise TypeError(f"on: expected True or False, got {type(on).__name__} {on!r}")
+    blocks = [m for _, m in model.named_modules() if isinstance(m, _RecomputableBlock)]
+    for block in blocks:
+        block.recompute = on
+    return len(blocks)
+
+
+class EncoderBlock(_RecomputableBlock):
     def __init__(self, spec: BlockSpec, *, rng=None, dropout_rng=None, dtype=np.float32):
         super().__init__()
         rng = default_rng(rng)
@@ -101,7 +183,7 @@ class EncoderBlock(Module):
         return self.attn.backward(self.ffn.backward(dy))              # (B, S, C)
 
 
-class DecoderBlock(Module):
+class DecoderBlock(_RecomputableBlock):
     def __init__(self, spec: BlockSpec, *, cross: bool = False, rng=None, dropout_rng=None,
                  dtype=np.float32):
         super().__init__()

@@ -34,7 +34,9 @@ class Residual(Module):
         if self.norm_position == "pre":
             h = self.norm.forward(x)                                  # (B, T, C)
             f = self.sublayer.forward(h, *args, **kwargs)             # (B, T, C)
-            return x + self.dropout.forward(f)                        # (B, T, C)
+            s = self.dropout.forward(f)                               # (B, T, C) a fresh array
+            s += x                                                    # y = x + Dropout(F(Norm(x)))
+            return s
         f = self.sublayer.forward(x, *args, **kwargs)                 # (B, T, C)
         s = self.dropout.forward(f)
         s += x                                                        # s = x + Dropout(F(x))

@@ -105,7 +105,7 @@ class DecoderStack(Module):
         offset = cache.position if cache is not None else 0
         x = self.embed.forward(ids, offset=offset)                          # (B, T, C)
         for l, block in enumerate(self.blocks):
-            x = block.forward(x, memory, memory_padding_mask,
+            x = block.checkpointed_forward(x, memory, memory_padding_mask,
                               kv_cache=cache.self_attn[l] if cache else None,
                               cross_kv_cache=cache.cross_attn[l] if cache else None)
         if "norm_f" in self.children:
@@ -125,7 +125,7 @@ class DecoderStack(Module):
             dx = self.norm_f.backward(dx)
         dmemory = None
         for block in reversed(list(self.blocks)):
-            grads = block.backward(dx)
+            grads = block.checkpointed_backward(dx)
             if self.cross:
                 dx, dm = grads
                 dmemory = dm if dmemory is None else dmemory + dm           # (B, S, C)

@@ -97,7 +97,7 @@ class Encoder(Module):
             key_padding_mask = attention_mask.astype(bool)
         x = self.embed.forward(ids, token_type_ids)                       # (B, S, C)
         for block in self.blocks:
-            x = block.forward(x, key_padding_mask)                        # (B, S, C)
+            x = block.checkpointed_forward(x, key_padding_mask)           # (B, S, C)
         if "norm_f" in self.children:
             x = self.norm_f.forward(x)
         if head == "mlm":
@@ -130,7 +130,7 @@ class Encoder(Module):
         if "norm_f" in self.children:
             dx = self.norm_f.backward(dx)
         for block in reversed(list(self.blocks)):
-            dx = block.backward(dx)
+            dx = block.checkpointed_backward(dx)
         self.embed.backward(dx)
         return None
 

@@ -44,6 +44,7 @@ from .checkpoint import generator_state, load_checkpoint, save_checkpoint, set_g
 from ..functional._kernels import fast
 from ..functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from ..optim import AdamW, clip_grad_norm, warmup_cosine_schedule
+from ..layers.blocks import set_recompute
 from .perf import tune_malloc
 
 
@@ -71,7 +72,7 @@ class TrainingInterrupted(KeyboardInterrupt):
 
 # TrainConfig fields that do not change the trajectory of a run: a resume may change them freely.
 RESUME_FREE_FIELDS = ("eval_interval", "eval_batches", "final_eval_batches", "log_interval",
-                      "checkpoint_interval", "tune_malloc")
+                      "checkpoint_interval", "tune_malloc", "recompute")
 
 
 @dataclass
@@ -91,6 +92,9 @@ class TrainConfig:
     checkpoint_interval: int = 0       # save every this many steps (0 = only at the end)
     seed: int = 0                      # seeds the batch generator (the model has its own)
     tune_malloc: bool = True           # keep freed memory for reuse (perf.tune_malloc): faster steps
+    recompute: bool = False            # activation recomputation (layers/blocks.py): each block keeps
+                                       # only its input and redoes its forward in backward; less
+                                       # memory, a slower step, the same numbers
 
     def __post_init__(self):
         for name in ("steps", "eval_interval", "log_interval", "final_eval_batches", "eval_batches"):
@@ -98,6 +102,9 @@ class TrainConfig:
                 continue
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ValueError(f"{name}: expected a positive integer, got {getattr(self, name)!r}")
+        for name in ("tune_malloc", "recompute"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name}: expected True or False, got {getattr(self, name)!r}")
         for name in ("warmup_steps", "checkpoint_interval"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
                 raise ValueError(f"{name}: expected an integer >= 0, got {getattr(self, name)!r}")
@@ -261,6 +268,8 @@ def train(model, task, cfg: TrainConfig, *, optimizer=None, checkpoint_path=None
     (atomically, never non-finite weights) and raises ``TrainingInterrupted``.
     """
     optimizer = optimizer or make_optimizer(model, cfg)
+    if cfg.recompute:
+        set_recompute(model)
     if cfg.tune_malloc:
         tune_malloc()      # process-wide, glibc only; 25-30% faster steps measured (perf.py)
     # A run shorter than the warmup warms up over its whole length.

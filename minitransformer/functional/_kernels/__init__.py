@@ -22,11 +22,12 @@ def twins() -> dict:
     so importing them here at module load would be a cycle.
     """
     if not TWINS:
-        from . import attention, cross_entropy, gelu, norm, softmax
+        from . import attention, cross_entropy, gelu, heads, norm, softmax
         for module, names in ((softmax, ("softmax_forward", "softmax_backward", "log_softmax_forward")),
                               (norm, ("layernorm_forward", "layernorm_backward",
                                       "rmsnorm_forward", "rmsnorm_backward")),
                               (gelu, ("gelu_forward",)),
+                              (heads, ("merge_heads",)),
                               (attention, ("attention_forward", "attention_backward")),
                               (cross_entropy, ("cross_entropy_forward", "cross_entropy_backward"))):
             TWINS.update({name: getattr(module, name) for name in names})

@@ -6,9 +6,19 @@ place, the softmax overwrites the scores with P, and its backward overwrites dP
 with dscores (the fast softmax, softmax.py here). Attention dropout (p_drop > 0 in
 training) is computed by the plain form: this twin hands such a call, and the
 backward of its cache, over to it.
+
+With one query head per kv head (r = 1), the products write their results in the
+layout that merging the heads produces: out into a (B, T, H, Dv) buffer, and dq, dk,
+dv side by side into one (B, T, H + 2G, D) buffer (the fused W_qkv's columns). The
+(B, H, T, D) results are views of those buffers, so merge_heads (heads.py here)
+is a reshape instead of a copy; a matrix product writes through such a view
+(ldc = H·D) at no extra cost.
 """
 from __future__ import annotations
 
+import numpy
+
+from ...backend import get_xp
 from ...validate import check_same_shape
 from .. import attention as plain
 from ..attention import AttentionCache, _check_inputs, _sum_to_shape
@@ -35,8 +45,13 @@ def attention_forward(q, k, v, mask=None, bias=None, *, p_drop=0.0, rng=None, tr
     if mask is not None:
         s += additive_mask(mask, s.dtype)                  # -inf where hidden
     P, _ = softmax_into(s, -1, s)                          # (B, H, T, S) P overwrites the scores
-    out = P.reshape(B, n_kv_head, r * T, S) @ v            # (B, G, r·T, Dv)
     cache = AttentionCache(q_grouped, k_scaled, v, P, scale, None if bias is None else tuple(bias.shape))
+    if r == 1 and type(q) is numpy.ndarray:
+        merged = numpy.empty((B, T, H, v.shape[-1]), dtype=q.dtype)   # (B, T, H, Dv)
+        out = merged.transpose(0, 2, 1, 3)                 # (B, H, T, Dv) view
+        numpy.matmul(P, v, out=out)
+        return out, cache
+    out = P.reshape(B, n_kv_head, r * T, S) @ v            # (B, G, r·T, Dv)
     return out.reshape(B, H, T, v.shape[-1]), cache        # (B, H, T, Dv)
 
 
@@ -50,13 +65,29 @@ def attention_backward(dout, cache: AttentionCache):
     check_same_shape("dout", dout, (B, H, T, v.shape[-1]))
     P_grouped = P.reshape(B, n_kv_head, rT, S)             # (B, G, r·T, S)
     dout_grouped = dout.reshape(B, n_kv_head, rT, v.shape[-1])  # (B, G, r·T, Dv)
-    dv = P_grouped.swapaxes(-1, -2) @ dout_grouped         # (B, G, S, Dv)
+    xp = get_xp(dout, v)
+    dq, dk, dv = _gradient_buffers(q_grouped, k_scaled, v, H, T)
+    dv = xp.matmul(P_grouped.swapaxes(-1, -2), dout_grouped, out=dv)   # (B, G, S, Dv)
     dP = dout_grouped @ v.swapaxes(-1, -2)                 # (B, G, r·T, S)
     dscores = softmax_backward_into(dP, SoftmaxCache(P_grouped, -1), dP)  # in place of dP
     dbias = None
     if bias_shape is not None:
         dbias = _sum_to_shape(dscores.reshape(B, H, T, S), bias_shape)
-    dq = (dscores @ k_scaled).reshape(B, H, T, D)          # (B, H, T, D)
-    dk = dscores.swapaxes(-1, -2) @ q_grouped              # (B, G, S, D)
+    if dq is None:
+        dq = (dscores @ k_scaled).reshape(B, H, T, D)      # (B, H, T, D)
+    else:
+        xp.matmul(dscores, k_scaled, out=dq)               # (B, H, T, D) r = 1: the grouped view is q's
+    dk = xp.matmul(dscores.swapaxes(-1, -2), q_grouped, out=dk)   # (B, G, S, D)
     dk *= scale
     return (dq, dk, dv) if dbias is None else (dq, dk, dv, dbias)
+
+
+def _gradient_buffers(q_grouped, k_scaled, v, H, T):
+    """dq (B, H, T, D), dk (B, G, S, D), dv (B, G, S, Dv) as views of one (B, T, H + 2G, D) buffer,
+    heads in the order q, k, v (what merge_heads(dq, dk, dv) produces), when r = 1, S = T and
+    Dv = D; else (None, None, None): the products allocate their own results."""
+    B, G, S, D = k_scaled.shape
+    if G != H or S != T or v.shape[-1] != D or type(k_scaled) is not numpy.ndarray:
+        return None, None, None
+    heads = numpy.empty((B, T, H + 2 * G, D), dtype=k_scaled.dtype).transpose(0, 2, 1, 3)  # (B, H+2G, T, D)
+    return heads[:, :H], heads[:, H:H + G], heads[:, H + G:]
