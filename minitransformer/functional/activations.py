@@ -46,6 +46,9 @@ _SQRT_HALF = math.sqrt(0.5)              # 1/√2
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _C = math.sqrt(2.0 / math.pi)            # √(2/π): u = _C (x + k x³)
 _TWO_C = 2.0 * _C                        # 2√(2/π): 2u' = _TWO_C (1 + 3k x²)
+_X_CLIP = 100.0  # tanh-GELU computes u and 2u' from x clipped to ±100: beyond, σ(2u) is exactly
+                 # 0 or 1 even in float64 (|2u| > 7e4), so y and dydx do not change, but x³ and
+                 # 2u' stay finite and σ + y (1 - σ) 2u' never meets 0 · ∞ (NaN at |x| = 1e20 in float32)
 
 
 class ReluCache(NamedTuple):
@@ -118,9 +121,11 @@ def gelu_forward(x, approximate: str = "none"):
 
 def _gelu_tanh_forward(x):
     """y = x σ(2u), u = √(2/π)(x + 0.044715 x³); dydx = σ(2u) + y (1 - σ(2u)) 2u'."""
-    x2 = x * x                                 # (...)
-    x3 = x2 * x                                # (...)
-    u = _C * (x + _GELU_K * x3)                # (...) u = √(2/π)(x + k x³)
+    xp = get_xp(x)
+    xc = xp.clip(x, -_X_CLIP, _X_CLIP)         # (...) x, clipped where nothing changes: see _X_CLIP
+    x2 = xc * xc                               # (...)
+    x3 = x2 * xc                               # (...)
+    u = _C * (xc + _GELU_K * x3)                # (...) u = √(2/π)(x + k x³)
     s = _sigmoid(2.0 * u)                      # (...) σ(2u) = ½ (1 + tanh u)
     y = x * s                                  # (...)
     du2 = _TWO_C * (1.0 + 3.0 * _GELU_K * x2)  # (...) 2u' = 2√(2/π)(1 + 3k x²)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ...backend import get_xp
 from ..activations import (_C, _GELU_K, _INV_SQRT_2PI, _SQRT_HALF, _TWO_C, GELU_APPROXIMATIONS,
-                           GeluCache, _check_x, _sigmoid)
+                           GeluCache, _X_CLIP, _check_x, _sigmoid)
 from ..erf import erfc
 from ...validate import check_choice
 from .rowblocks import in_row_blocks
@@ -44,10 +44,11 @@ def gelu_forward(x, approximate: str = "none"):
 def _gelu_tanh_kernel(x, y, dydx):
     """Writes y = x σ(2u) and dydx = σ + y (1 - σ) 2u' for the rows of x."""
     xp = get_xp(x)
-    x2 = x * x
+    xc = xp.clip(x, -_X_CLIP, _X_CLIP)   # as in the plain form: no overflow, no 0 · ∞ in dydx
+    x2 = xc * xc
     u = x2 * (_C * _GELU_K)
     u += _C
-    u *= x                               # u = √(2/π)(x + k x³)
+    u *= xc                              # u = √(2/π)(x + k x³)
     s = _sigma_of_twice(u)               # σ(2u)
     xp.multiply(x, s, out=y)             # y = x σ(2u)
     x2 *= 3.0 * _TWO_C * _GELU_K
