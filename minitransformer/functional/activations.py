@@ -37,7 +37,7 @@ import math
 from typing import NamedTuple
 
 from ..backend import get_xp
-from ..validate import check_choice, check_float, check_min_ndim, check_same_shape
+from ..validate import check_choice, check_float, check_min_ndim, check_same_shape, check_upstream
 from .erf import erfc
 
 GELU_APPROXIMATIONS = ("none", "tanh")
@@ -93,6 +93,7 @@ def relu_forward(x):
 
 def relu_backward(dy, cache: ReluCache):
     """dx = dy ⊙ [x > 0]. Inputs: dy (...) like x. Returns: dx (...)."""
+    check_float("dy", dy)                      # the cache keeps no dtype: the Module checks it
     check_same_shape("dy", dy, cache.positive.shape)
     dx = dy * cache.positive                   # (...) reverses: y = max(x, 0)
     return dx
@@ -138,7 +139,7 @@ def gelu_backward(dy, cache: GeluCache):
 
     Inputs: dy (...) like x. Returns: dx (...).
     """
-    check_same_shape("dy", dy, cache.dydx.shape)
+    check_upstream("dy", dy, cache.dydx.shape, cache.dydx.dtype)  # the forward output's shape and dtype
     dx = dy * cache.dydx                       # (...) reverses: y = x * Phi (or y = x * s), through dydx
     return dx
 
@@ -159,6 +160,6 @@ def silu_forward(x):
 
 def silu_backward(dy, cache: SiluCache):
     """dx = dy ⊙ σ(x)(1 + x(1 - σ(x))). Inputs: dy (...) like x. Returns: dx (...)."""
-    check_same_shape("dy", dy, cache.dydx.shape)
+    check_upstream("dy", dy, cache.dydx.shape, cache.dydx.dtype)  # the forward output's shape and dtype
     dx = dy * cache.dydx                       # (...) reverses: y = x * s, through dydx
     return dx

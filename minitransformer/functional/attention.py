@@ -47,7 +47,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..validate import (check_bool, check_broadcastable, check_dim, check_dtype_like,
-                        check_float, check_ndim, check_same_shape)
+                        check_float, check_ndim, check_same_shape, check_upstream)
 from .masks import additive_mask
 from .softmax import SoftmaxCache, softmax_backward, softmax_forward
 
@@ -103,7 +103,7 @@ def attention_backward(dout, cache: AttentionCache):
     q_grouped, k_scaled, v, P, scale, bias_shape = cache
     B, n_kv_head, rT, D = q_grouped.shape
     H, T, S = P.shape[1:]
-    check_same_shape("dout", dout, (B, H, T, v.shape[-1]))
+    check_upstream("dout", dout, (B, H, T, v.shape[-1]), v.dtype)  # the forward output's shape and dtype
     dout_grouped = dout.reshape(B, n_kv_head, rT, v.shape[-1])  # (B, G, r·T, Dv) reverses: out = out_grouped.reshape(...)
     P_grouped = P.reshape(B, n_kv_head, rT, S)             # (B, G, r·T, S)
     dv = P_grouped.swapaxes(-1, -2) @ dout_grouped         # (B, G, S, Dv)   reverses: out_grouped = P_grouped @ v

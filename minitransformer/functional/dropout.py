@@ -74,6 +74,7 @@ def dropout_backward(dy, cache: DropoutCache):
     if cache.identity:
         check_float("dy", dy)
         return dy                                              # reverses: y = x (identity path)
+    check_float("dy", dy)                                      # the cache keeps no dtype: the Module checks it
     check_same_shape("dy", dy, cache.mask.shape)                # the forward output's shape
     dx = dy * cache.mask * cache.scale                         # (...) reverses: y = x * m * scale
     return dx

@@ -85,6 +85,7 @@ def softmax_backward_jacobian(dy, cache: SoftmaxCache):
     """
     xp = get_xp(dy)
     y, axis = cache
+    check_upstream("dy", dy, y.shape, y.dtype)  # the forward output's shape and dtype
     y_last = xp.moveaxis(y, axis, -1)                                  # (..., n)
     dy_last = xp.moveaxis(dy, axis, -1)                                # (..., n)
     n = y_last.shape[-1]
