@@ -113,12 +113,13 @@ def build(args):
                                position=args.position or "sinusoidal")
         task = SequenceTaskData(task_name, SEQ_VOCAB, SEQ_LENGTHS, batch, seed=args.seed)
         model = Seq2Seq(config, rng=args.seed)
-        return model, task, cfg, {"family": "seq2seq", "config": config.to_dict(), "task": task_name}
+        return model, task, cfg, {"family": "seq2seq", "config": config.to_dict(), "task": task_name,
+                                  "batch_size": batch}
     tokenizer, ids = _tokenize(args)
     train_ids, val_ids = train_val_split(ids)
     common = dict(block_size=args.block_size, n_layer=args.n_layer or 4, n_head=args.n_head,
                   d_model=args.d_model, p_drop=args.p_drop, position=args.position or "learned")
-    meta_tok = {"tokenizer": tokenizer.to_dict()}
+    meta_tok = {"tokenizer": tokenizer.to_dict(), "batch_size": batch}
     if args.model == "encoder":
         if args.task not in (None, "mlm"):
             raise ValueError(f"--task: the encoder trains on mlm, got {args.task!r}")
