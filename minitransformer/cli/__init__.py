@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..validate import cli_one_line_error
+
 from . import embed, figures, generate, gradcheck, homework, train
 
 # (name, module, help): the module's add_<name>_arguments and run_<name> do the work
@@ -32,7 +34,17 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for name, module, helptext in COMMANDS:
         getattr(module, f"add_{name}_arguments")(sub.add_parser(name, help=helptext))
+    _one_line_errors(p)
     return p
+
+
+def _one_line_errors(parser) -> None:
+    """Every (sub)parser reports a bad argument in one line naming the flag, without the usage dump."""
+    if "error" not in vars(parser):                 # train sets its own
+        parser.error = cli_one_line_error(parser)
+    for action in parser._actions:
+        for child in (getattr(action, "choices", None) or {}).values() if isinstance(action, argparse._SubParsersAction) else ():
+            _one_line_errors(child)
 
 
 def main(argv=None) -> int:

@@ -47,6 +47,9 @@ from ..validate import (check_upstream, check_dim, check_dtype_like, check_float
                         check_number)
 
 
+NO_BETA = object()   # RMSNorm's beta in _check_norm_inputs: absent, not checked
+
+
 class LayerNormCache(NamedTuple):
     xhat: object    # (..., C) the normalised input: dgamma and dx both need it.
                     # Stored instead of x, so backward does not recompute (x - μ)·rstd.
@@ -61,13 +64,14 @@ class RMSNormCache(NamedTuple):
 
 
 def _check_norm_inputs(x, gamma, beta, eps) -> float:
-    """Validate the arguments of a norm's forward; returns eps as a Python float."""
+    """Validate the arguments of a norm's forward; returns eps as a Python float.
+    RMSNorm passes beta=NO_BETA (it has none); None is refused like any non-array."""
     check_min_ndim("x", x, 1)
     check_float("x", x)
     if x.shape[-1] == 0:
         raise ValueError(f"x: expected at least 1 feature on the last axis, got shape {tuple(x.shape)}")
     for name, v in (("gamma", gamma), ("beta", beta)):
-        if v is None:
+        if v is NO_BETA:
             continue
         check_ndim(name, v, 1, "(C,)")
         check_dim(name, v, 0, x.shape[-1], "C, the last axis of x")
@@ -161,7 +165,7 @@ def rmsnorm_forward(x, gamma, eps: float = 1e-6):
     Returns: y (..., C) of x's dtype, RMSNormCache(xhat, rstd, gamma).
     """
     xp = get_xp(x, gamma)
-    eps = _check_norm_inputs(x, gamma, None, eps)
+    eps = _check_norm_inputs(x, gamma, NO_BETA, eps)
     s = _row_scale(x)                                          # (..., 1) 1, or 2^k on a huge row
     xs = x / s                                                 # (..., C) exact: s is a power of 2
     x2 = xs * xs                                               # (..., C)

@@ -72,7 +72,7 @@ def layernorm_backward(dy, cache: LayerNormCache):
 def rmsnorm_forward(x, gamma, eps: float = 1e-6):
     """Twin of functional.norm.rmsnorm_forward."""
     xp = get_xp(x, gamma)
-    eps = _check_norm_inputs(x, gamma, None, eps)
+    eps = _check_norm_inputs(x, gamma, plain.NO_BETA, eps)
     with np.errstate(over="ignore", invalid="ignore"):         # overflowed rows are redone below
         ms = row_dot(x, x)                                     # (..., 1)
         ms *= 1.0 / x.shape[-1]                                # mean(x²)
