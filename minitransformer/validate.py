@@ -353,3 +353,11 @@ def cli_one_line_error(parser):
             message = message[len("argument "):]
         parser.exit(2, f"error: {message} (see: {parser.prog} --help)\n")
     return error
+
+
+def check_random_source(name: str, rng) -> None:
+    """Raise TypeError unless ``rng`` draws like a Generator (a ``random(size, dtype)`` method):
+    NumPy's, CuPy's, or a device-side generator of the same interface. 0 or a seed is refused."""
+    if not callable(getattr(rng, "random", None)) or isinstance(rng, type):
+        raise TypeError(f"{name}: expected a random Generator (numpy.random.default_rng(seed)), "
+                        f"got {type(rng).__name__} {rng!r:.40}")

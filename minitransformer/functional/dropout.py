@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..backend import get_xp
-from ..validate import check_flag, check_float, check_generator, check_number, check_same_shape
+from ..validate import check_flag, check_float, check_number, check_random_source, check_same_shape
 
 
 class DropoutCache(NamedTuple):
@@ -53,7 +53,7 @@ def dropout_forward(x, p_drop: float, rng=None, training: bool = True, mask=None
         if rng is None:
             raise ValueError(f"rng: dropout with p_drop={p_drop} in training needs a generator "
                              "(numpy.random.default_rng(seed)) or a mask, got None")
-        check_generator("rng", rng)
+        check_random_source("rng", rng)
         draw_dtype = x.dtype if x.dtype.itemsize >= 4 else "float32"    # generators draw float32/64 only
         u = rng.random(x.shape, dtype=draw_dtype)              # (...) uniform on [0, 1)
         if get_xp(u) is not xp:
