@@ -70,6 +70,7 @@ def to_numpy(a):
 
 def to_device(a, device: str):
     """``a`` on ``device``; the same object when it is already there."""
+    _check_device(device)
     if device_of(a) == device:
         return a
     if device == "cpu":
@@ -85,6 +86,8 @@ def default_rng(seed=None, device: str = "cpu"):
     """
     if _is_generator(seed):
         return seed
+    from .validate import check_seed_or_generator
+    check_seed_or_generator("rng", seed)
     if device == "cpu":
         return np.random.default_rng(seed)
     return xp_for_device(device).random.default_rng(seed)
@@ -97,5 +100,5 @@ def _is_generator(obj) -> bool:
 
 
 def _check_device(device) -> None:
-    if device not in DEVICES:
-        raise ValueError(f"device: expected one of {DEVICES}, got {device!r}")
+    from .validate import check_choice
+    check_choice("device", device, DEVICES)

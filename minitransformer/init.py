@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from .validate import check_dtype
+
 
 def normal(rng, shape, std: float, dtype=np.float32) -> np.ndarray:
     """Entries drawn from N(0, std²)."""
-    return (std * rng.standard_normal(shape)).astype(dtype)
+    return (std * rng.standard_normal(shape)).astype(check_dtype("dtype", dtype))
 
 
 def zeros(shape, dtype=np.float32) -> np.ndarray:
-    return np.zeros(shape, dtype=dtype)
+    return np.zeros(shape, dtype=check_dtype("dtype", dtype))
 
 
 def ones(shape, dtype=np.float32) -> np.ndarray:
-    return np.ones(shape, dtype=dtype)
+    return np.ones(shape, dtype=check_dtype("dtype", dtype))

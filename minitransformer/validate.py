@@ -6,6 +6,8 @@ broadcasting error from deep inside NumPy.
 """
 from __future__ import annotations
 
+import math
+
 
 def check_ndim(name: str, x, ndim, legend: str = "") -> None:
     """Raise ValueError unless ``x.ndim`` is ``ndim`` (an int or a tuple of ints)."""
@@ -23,14 +25,26 @@ def check_min_ndim(name: str, x, ndim: int) -> None:
                          f"got shape {getattr(x, 'shape', type(x).__name__)}")
 
 
+def _shape_of(name: str, x) -> tuple:
+    """x's shape, or TypeError naming ``name`` when x is not an array (None, a list, a number)."""
+    shape = getattr(x, "shape", None)
+    if not isinstance(shape, tuple):
+        raise TypeError(f"{name}: expected an array, got {type(x).__name__}")
+    return shape
+
+
 def check_dim(name: str, x, axis: int, size: int, what: str) -> None:
     """Raise ValueError unless ``x.shape[axis] == size`` (``what`` names the size)."""
+    shape = _shape_of(name, x)
+    if not -len(shape) <= axis < len(shape):
+        raise ValueError(f"{name}: expected size {size} ({what}) on axis {axis}, got shape {shape}")
     if x.shape[axis] != size:
         raise ValueError(f"{name}: expected size {size} ({what}) on axis {axis}, "
                          f"got shape {tuple(x.shape)}")
 
 
 def check_same_shape(name: str, x, expected_shape) -> None:
+    _shape_of(name, x)
     if tuple(x.shape) != tuple(expected_shape):
         raise ValueError(f"{name}: expected shape {tuple(expected_shape)}, got {tuple(x.shape)}")
 
@@ -62,6 +76,7 @@ def check_integer_ids(name: str, ids, vocab_size: int) -> None:
 
 
 def check_probability(name: str, p: float, *, allow_one: bool = False) -> None:
+    p = check_number(name, p)
     high_ok = p <= 1.0 if allow_one else p < 1.0
     if not (0.0 <= p and high_ok):
         bracket = "]" if allow_one else ")"
@@ -69,7 +84,12 @@ def check_probability(name: str, p: float, *, allow_one: bool = False) -> None:
 
 
 def check_choice(name: str, value, choices) -> None:
-    if value not in choices:
+    """Raise ValueError unless ``value`` is one of ``choices`` (an array or a list never is)."""
+    try:
+        ok = getattr(value, "ndim", 0) == 0 and hash(value) is not None and value in choices
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
         raise ValueError(f"{name}: expected one of {tuple(choices)}, got {value!r}")
 
 
@@ -120,7 +140,8 @@ def check_generator(name: str, rng) -> None:
     every step would draw the same batch every step.
     """
     import numpy as np  # local: the rest of this module needs no NumPy
-    if not isinstance(rng, np.random.Generator):
+    cupy_generator = type(rng).__module__.startswith("cupy") and type(rng).__name__ == "Generator"
+    if not isinstance(rng, np.random.Generator) and not cupy_generator:
         raise TypeError(f"{name}: expected a numpy.random.Generator (numpy.random.default_rng(seed)), "
                         f"got {type(rng).__name__}")
 
@@ -220,3 +241,123 @@ def check_size(names: str, shape) -> None:
     if n > MAX_ELEMENTS:
         raise ValueError(f"{names}: expected at most {MAX_ELEMENTS} parameters in one array, "
                          f"got shape {tuple(int(s) for s in shape)} ({n} entries)")
+
+
+def check_dtype(name: str, dtype, kinds: str = "f"):
+    """A NumPy dtype of one of the ``kinds`` ("f": floating point); TypeError naming ``name`` for
+    anything else (None, True, "abc", an int dtype). Returns ``numpy.dtype(dtype)``."""
+    import numpy as np
+    try:
+        dt = None if dtype is None or isinstance(dtype, bool) else np.dtype(dtype)
+    except (TypeError, ValueError):
+        dt = None
+    if dt is None or dt.kind not in kinds:
+        what = "a floating point dtype (numpy.float32, 'float64', ...)" if kinds == "f" else f"a dtype of kind {kinds!r}"
+        raise TypeError(f"{name}: expected {what}, got {dtype!r}")
+    return dt
+
+
+def check_path(name: str, path) -> str:
+    """A file path (str or os.PathLike); TypeError naming ``name`` for anything else. Returns a str."""
+    import os
+    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{name}: expected a file path (str or pathlib.Path), got {type(path).__name__} {path!r}")
+    text = os.fspath(path)
+    if not text or "\0" in text:
+        raise ValueError(f"{name}: expected a file path, got {text!r}")
+    return text
+
+
+def check_seed_or_generator(name: str, rng) -> None:
+    """Raise unless ``rng`` is None, an integer seed >= 0, or a random Generator (NumPy's or CuPy's):
+    TypeError for another type (a float, a bool, a list), ValueError for a negative seed."""
+    import numbers
+    if rng is None or type(rng).__name__ == "Generator":
+        return
+    if isinstance(rng, bool) or not isinstance(rng, numbers.Integral):
+        raise TypeError(f"{name}: expected None, an integer seed >= 0 or a numpy.random.Generator, "
+                        f"got {type(rng).__name__} {rng!r}")
+    if rng < 0:
+        raise ValueError(f"{name}: expected an integer seed >= 0, got {rng}")
+
+
+def check_flag(name: str, value) -> bool:
+    """A Python bool (or NumPy bool scalar); TypeError naming ``name`` for anything else (0, "yes", an array)."""
+    if type(value).__name__ not in ("bool", "bool_"):
+        raise TypeError(f"{name}: expected True or False, got {type(value).__name__} {value!r}")
+    return bool(value)
+
+
+def check_items(name: str, value) -> list:
+    """The items of a list, tuple or 1-D array as a list; TypeError naming ``name`` for anything else
+    (None, a number, a str, a dict, an array of another ndim)."""
+    if hasattr(value, "tolist") and getattr(value, "ndim", None) == 1:
+        return value.tolist()
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"{name}: expected a list (or a 1-D array), got {type(value).__name__} {value!r:.60}")
+    return list(value)
+
+
+def check_token_ids(name: str, ids, vocab_size: int) -> list:
+    """Token ids as a list of Python ints in [0, vocab_size): a list or a 1-D integer array."""
+    import numbers
+    ids = check_items(name, ids)
+    for position, i in enumerate(ids):
+        if isinstance(i, bool) or not isinstance(i, numbers.Integral):
+            raise TypeError(f"{name}: expected integer token ids, got {i!r} at position {position}")
+        if not 0 <= i < vocab_size:
+            raise ValueError(f"{name}: expected ids in [0, {vocab_size}), got {i} at position {position}")
+    return [int(i) for i in ids]
+
+
+# ---------------------------------------------------------------- the command line's numbers
+def cli_integer(low: int):
+    """An argparse ``type=``: an integer >= ``low``; a bad value gives a one-line error naming the flag."""
+    import argparse
+
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < low:
+            what = "a positive integer" if low == 1 else f"an integer >= {low}"
+            raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
+        return value
+    parse.__name__ = "int"
+    return parse
+
+
+def cli_real(low: float, high: float = math.inf, low_open=True, high_open=True):
+    """An argparse ``type=``: a finite number in the interval; one-line errors like ``cli_integer``."""
+    import argparse
+
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not (math.isfinite(value) and (value > low if low_open else value >= low)
+                and (value < high if high_open else value <= high)):
+            interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+            raise argparse.ArgumentTypeError(f"expected a number in {interval}, got {text}")
+        return value
+    parse.__name__ = "float"
+    return parse
+
+
+def cli_one_line_error(parser):
+    """``parser.error`` that prints ``error: --flag: what was expected, got what`` and no usage dump."""
+    def error(message):
+        if message.startswith("argument "):
+            message = message[len("argument "):]
+        parser.exit(2, f"error: {message} (see: {parser.prog} --help)\n")
+    return error
+
+
+def check_random_source(name: str, rng) -> None:
+    """Raise TypeError unless ``rng`` draws like a Generator (a ``random(size, dtype)`` method):
+    NumPy's, CuPy's, or a device-side generator of the same interface. 0 or a seed is refused."""
+    if not callable(getattr(rng, "random", None)) or isinstance(rng, type):
+        raise TypeError(f"{name}: expected a random Generator (numpy.random.default_rng(seed)), "
+                        f"got {type(rng).__name__} {rng!r:.40}")

@@ -225,7 +225,7 @@ def test_errors_name_the_argument():
         swiglu_forward(np.zeros((5,)))
     with pytest.raises(TypeError, match=r"x: expected a floating point array, got int64"):
         relu_forward(np.arange(4))
-    with pytest.raises(ValueError, match=r"dy: expected shape \(2, 4\), got \(4, 2\)"):
+    with pytest.raises(ValueError, match=r"dy: expected shape \(2, 4\) \(the forward output.s\), got \(4, 2\)"):
         silu_backward(np.zeros((4, 2)), silu_forward(x)[1])
     with pytest.raises(ValueError, match=r"name: expected one of \('relu', 'gelu', 'gelu_tanh', "
                                          r"'silu', 'geglu', 'swiglu'\), got 'gelu_exact'"):
@@ -235,3 +235,40 @@ def test_errors_name_the_argument():
 def test_backward_without_forward_is_a_clear_error():
     with pytest.raises(RuntimeError, match="without a pending"):
         SwiGLU().backward(np.zeros((1, 2)))
+
+
+# ------------------------------------------------------- backward finite wherever forward is
+def _extreme_floats(dtype):
+    width = 32 if dtype == np.float32 else 64
+    big = float(np.finfo(dtype).max)
+    edges = st.sampled_from([0.0, -0.0, 1e-30, -1e-30, 1e20, -1e20, 1e30, -1e30, 3e38, -3e38, big, -big])
+    return st.one_of(st.floats(allow_nan=False, allow_infinity=False, width=width), edges)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@given(data=st.data())
+def test_every_activation_backward_is_finite_wherever_its_forward_is(dtype, data):
+    # tanh-GELU's dydx was NaN at |x| = 1e20 in float32 (0 · ∞ in σ + y (1 - σ) 2u').
+    values = data.draw(st.lists(_extreme_floats(dtype), min_size=2, max_size=8).filter(lambda v: len(v) % 2 == 0))
+    x = np.array(values, dtype)[None]                                     # (1, n)
+    with np.errstate(all="ignore"):                                       # only the values matter here
+        unary = [("relu", relu_forward, relu_backward), ("silu", silu_forward, silu_backward)]
+        for form in ("none", "tanh"):
+            unary += [(f"gelu {form}", lambda a, f=form: gelu_forward(a, f), gelu_backward),
+                      (f"gelu {form} (fast)", lambda a, f=form: fast(gelu_forward)(a, f), gelu_backward)]
+        for name, forward, backward in unary:
+            y, cache = forward(x)
+            dx = backward(np.ones_like(y), cache)
+            assert np.isfinite(y).all(), name                   # finite x: these forwards are finite
+            assert np.isfinite(dx).all() and np.all(np.abs(dx) <= 1.2), (name, x, dx)  # |act'| < 1.13
+        F = x.shape[-1] // 2
+        a, b = x[..., :F], x[..., F:]
+        for name, forward, backward in (("geglu", geglu_forward, geglu_backward),
+                                        ("swiglu", swiglu_forward, swiglu_backward)):
+            y, cache = forward(x)
+            dh = backward(np.ones_like(y), cache)               # [act'(a) · b | act(a)]
+            if not np.isfinite(y).all():
+                continue
+            representable = np.abs(b) * 1.2 < np.finfo(dtype).max    # else |act'(a) · b| may exceed it
+            assert np.isfinite(dh[..., :F][representable]).all(), (name, x)
+            assert np.isfinite(dh[..., F:]).all(), (name, x)

@@ -155,9 +155,9 @@ def test_errors_name_the_argument(tmp_path):
         ByteBPETokenizer.train("abc", vocab_size=256, special_tokens=(EOT,))
     with pytest.raises(TypeError, match="vocab_size: expected an integer"):
         ByteBPETokenizer.train("abc", vocab_size=300.0)
-    with pytest.raises(ValueError, match=rf"ids: expected ids in \[0, {TOK.vocab_size}\), got id 600"):
+    with pytest.raises(ValueError, match=rf"ids: expected ids in \[0, {TOK.vocab_size}\), got 600 at position"):
         TOK.decode([5, 600])
-    with pytest.raises(ValueError, match=r"got id -1 at position 0"):
+    with pytest.raises(ValueError, match=r"got -1 at position 0"):
         TOK.decode([-1])                        # must not wrap around to the last id
     with pytest.raises(TypeError, match="text: expected str, got bytes"):
         TOK.encode(b"abc")

@@ -214,3 +214,18 @@ def test_merge_heads_twin_reshapes_the_attention_twins_buffers_and_copies_anythi
         assert np.shares_memory(fast(merge_heads)(dq, dk, dv), dq)
         assert np.shares_memory(fast(merge_heads)(out), out)
     assert not np.shares_memory(fast(merge_heads)(q, k, v), q)     # separate arrays: a fresh merge
+
+
+@given(C=st.integers(1, 9), exponents=st.lists(st.integers(-30, 37), min_size=1, max_size=4),
+       constant=st.booleans(), seed=seeds)
+def test_norm_twins_on_huge_tiny_and_constant_rows(C, exponents, constant, seed):
+    # The twins redo the rows whose Σ overflowed, or (LayerNorm) whose σ < |μ|/64, with the plain form.
+    rng = np.random.default_rng(seed)
+    rows = np.clip(rng.standard_normal((len(exponents), C)), -3, 3)
+    if constant:
+        rows[:, :] = rows[:, :1]
+    x = (rows * 10.0 ** np.array(exponents)[:, None]).astype(np.float32)
+    gamma, beta = rng.standard_normal(C).astype(np.float32), rng.standard_normal(C).astype(np.float32)
+    dy = rng.standard_normal(x.shape).astype(np.float32)
+    assert_pair(layernorm_forward, layernorm_backward, (x, gamma, beta), dy, TOL[np.float32], eps=1e-5)
+    assert_pair(rmsnorm_forward, rmsnorm_backward, (x, gamma), dy, TOL[np.float32], eps=1e-6)

@@ -188,3 +188,96 @@ def test_errors_name_the_argument():
 def test_backward_without_forward_is_a_clear_error():
     with pytest.raises(RuntimeError, match="without a pending"):
         RMSNorm(3).backward(np.zeros((1, 3), np.float32))
+
+
+# ------------------------------------------------------------------ scale safety
+# σ² of a float32 row overflows at |x| ≳ 1e19 (Σ (x - μ)² > 3.4e38): the norms rescale such a
+# row by a power of 2 (norm(x; eps) = norm(x/s; eps/s²)). Reference: the equations in long double
+# (80-bit on x86: nothing overflows below 1e2466) written out here, no code under test.
+def _reference(x, gamma, beta, eps, kind):
+    x = x.astype(np.longdouble)
+    if kind == "layernorm":
+        xc = x - x.mean(axis=-1, keepdims=True)
+        return gamma * xc / np.sqrt((xc ** 2).mean(axis=-1, keepdims=True) + eps) + beta
+    return gamma * x / np.sqrt((x ** 2).mean(axis=-1, keepdims=True) + eps)
+
+
+def _norm_pairs():
+    from minitransformer.functional import _kernels
+    plain = [(layernorm_forward, layernorm_backward, "layernorm"), (rmsnorm_forward, rmsnorm_backward, "rmsnorm")]
+    return plain + [(_kernels.fast(f), _kernels.fast(b), k) for f, b, k in plain]
+
+
+def _run_norm(fwd, bwd, kind, x, gamma, beta, eps, dy):
+    args = (x, gamma, beta) if kind == "layernorm" else (x, gamma)
+    y, cache = fwd(*args, eps=eps)
+    return y, cache, bwd(dy, cache)
+
+
+@given(C=st.integers(1, 12), exponents=st.lists(st.integers(-30, 37), min_size=1, max_size=5), seed=seeds)
+def test_float32_norms_match_float64_at_any_scale_with_finite_gradients(C, exponents, seed):
+    rng = np.random.default_rng(seed)
+    rows = np.clip(rng.standard_normal((len(exponents), C)), -3, 3) * 10.0 ** np.array(exponents)[:, None]
+    x = rows.astype(np.float32)                                 # mixed tiny/huge rows in one tensor
+    gamma, beta = rng.standard_normal(C).astype(np.float32), rng.standard_normal(C).astype(np.float32)
+    dy = rng.standard_normal(x.shape).astype(np.float32)
+    for fwd, bwd, kind in _norm_pairs():
+        y, cache, grads = _run_norm(fwd, bwd, kind, x, gamma, beta, 1e-5, dy)
+        ref = _reference(x, gamma.astype(np.float64), beta.astype(np.float64), 1e-5, kind)
+        np.testing.assert_allclose(y, ref, rtol=0, atol=2e-5 * C, err_msg=f"{fwd.__module__} {kind}")
+        assert all(np.isfinite(g).all() for g in grads), (fwd.__module__, kind)
+        assert np.isfinite(cache.rstd).all() and (cache.rstd >= 0).all()
+        # dx against the float64 backward, row by row relative to the size of its terms,
+        # rstd·|dy ⊙ gamma| (dx is their difference, which cancels at C = 1 or 2)
+        _, ref_cache, ref_grads = _run_norm(fwd, bwd, kind, x.astype(np.float64), gamma.astype(np.float64),
+                                            beta.astype(np.float64), 1e-5, dy.astype(np.float64))
+        scale = ref_cache.rstd * np.abs(dy * gamma).max(axis=-1, keepdims=True)
+        tiny_row = scale < 1e-30        # float32 gradients of a 1e30+ row are subnormal or 0
+        err = np.abs(grads[0] - ref_grads[0])
+        assert np.all((err <= 1e-3 * scale + 1e-37) | tiny_row), (fwd.__module__, kind)
+
+
+@pytest.mark.parametrize("value", [1.7, 1e5, 1e19, 1e30, 1e38, 3.4e38, -3e38, 2.0 ** 127])
+@pytest.mark.parametrize("C", [1, 2, 8, 64])
+def test_float32_constant_and_huge_rows_stay_finite(value, C):
+    x = np.full((2, C), value, np.float32)
+    x[1, 0] = -x[1, 0]                                          # second row: not constant (when C > 1)
+    gamma, beta = np.full(C, 2.0, np.float32), np.full(C, 0.5, np.float32)
+    dy = np.random.default_rng(0).standard_normal(x.shape).astype(np.float32)
+    for fwd, bwd, kind in _norm_pairs():
+        y, cache, grads = _run_norm(fwd, bwd, kind, x, gamma, beta, 1e-5, dy)
+        assert np.isfinite(y).all() and all(np.isfinite(g).all() for g in grads), (fwd.__module__, kind)
+        ref = _reference(x, 2.0, 0.5, 1e-5, kind)
+        # a constant row of C = 2^k equal values has an exact mean: LayerNorm gives exactly beta there
+        np.testing.assert_allclose(y, ref, rtol=0, atol=1e-5, err_msg=f"{fwd.__module__} {kind}")
+
+
+@pytest.mark.parametrize("dtype, value", [(np.float16, 300.0), (np.float16, 6e4), (np.float64, 1e200),
+                                          (np.float64, 1e307)])
+@pytest.mark.skipif(np.finfo(np.longdouble).maxexp < 2000, reason="needs an 80-bit long double reference")
+def test_other_dtypes_rescale_their_huge_rows(dtype, value):
+    rng = np.random.default_rng(1)
+    x = (np.clip(rng.standard_normal((3, 16)), -1, 1) * value).astype(dtype)
+    gamma, beta = np.ones(16, dtype), np.zeros(16, dtype)
+    dy = rng.standard_normal(x.shape).astype(dtype)
+    tol = 1e-2 if dtype == np.float16 else 1e-12
+    for fwd, bwd, kind in _norm_pairs():
+        y, cache, grads = _run_norm(fwd, bwd, kind, x, gamma, beta, 1e-5, dy)
+        assert y.dtype == dtype and all(np.isfinite(g).all() for g in grads)
+        ref = _reference(x, 1.0, 0.0, 1e-5, kind).astype(np.float64)
+        np.testing.assert_allclose(y.astype(np.float64), ref, rtol=0, atol=tol)
+
+
+def test_rescaling_keeps_eps_exact():
+    # eps matters here (σ² ~ eps): a row and the same row times 2^70 give the norm with eps and
+    # with eps·2^140, i.e. norm(x·2^70; eps·2^140) = norm(x; eps) exactly, as the docstring says.
+    x = np.array([[1e-3, -2e-3, 3e-3, 0.0]], np.float64)
+    gamma, beta = np.ones(4), np.zeros(4)
+    s = 2.0 ** 500                                              # forces the rescaling in float64
+    for eps in (1e-5, 1e-6, 1.0):
+        for fwd, bwd, kind in _norm_pairs():
+            args = (gamma, beta) if kind == "layernorm" else (gamma,)
+            small = fwd(x, *args, eps=eps)[0]
+            huge = fwd(x * s, *args, eps=eps * s * s)[0]
+            np.testing.assert_allclose(huge, small, rtol=1e-12, atol=0)
+            np.testing.assert_allclose(small, _reference(x, 1.0, 0.0, eps, kind), rtol=1e-12)

@@ -411,8 +411,12 @@ def test_figures_command_skips_a_figure_that_cannot_be_imported_and_says_so(tmp_
 
 
 def test_figures_command_rejects_a_bad_step_count(tmp_path, capsys):
-    assert cli_figures.run_figures(_args(tmp_path, "--steps", "0")) == 2
-    assert "--steps: expected an integer in [1, inf]" in capsys.readouterr().err
+    from minitransformer.cli import main
+    with pytest.raises(SystemExit) as exit_:                 # the parser refuses it, in one line
+        main(["figures", "--out", str(tmp_path), "--steps", "0"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and len(err.strip().splitlines()) == 1
+    assert err.startswith("error: --steps: expected a positive integer, got 0")
 
 
 def test_figures_command_defaults_to_a_folder_in_the_current_directory(tmp_path, capsys, monkeypatch):

@@ -384,3 +384,51 @@ def test_train_command_with_one_step_completes(tmp_path, capsys):
     with open(tmp_path / "result.json") as f:
         result = json.load(f)
     assert result["final_eval_batches"] == 20 and np.isfinite(result["val_loss"])
+
+
+def test_resume_compares_the_optimizer_and_the_seq2seq_task(tmp_path):
+    from minitransformer.optim.optimizers import AdamW
+    from minitransformer.training.loop import ResumeMismatch
+    ckpt = str(tmp_path / "run.npz")
+    train(GPT(CFG, rng=1), _task(), _cfg(), checkpoint_path=ckpt, stop_after=5, log=lambda s: None)
+    for change, named in [(dict(betas=(0.8, 0.9)), r"betas: \[0\.9, 0\.99\] \(checkpoint\) vs \[0\.8, 0\.9\] \(now\)"),
+                          (dict(weight_decay=0.0), r"weight_decay: 0\.1 \(checkpoint\) vs 0\.0 \(now\)"),
+                          (dict(grad_clip=0.5), r"grad_clip: 1\.0 \(checkpoint\) vs 0\.5 \(now\)"),
+                          (dict(min_lr=0.0), r"min_lr: 0\.0001 \(checkpoint\) vs 0\.0 \(now\)"),
+                          (dict(warmup_steps=4), r"warmup_steps: 3 \(checkpoint\) vs 4 \(now\)")]:
+        with pytest.raises(ResumeMismatch, match=rf"^resume: .*{named}.*--allow-config-change") as err:
+            train(GPT(CFG, rng=1), _task(), _cfg(**change), checkpoint_path=ckpt, resume=True, log=lambda s: None)
+        assert "\n" not in str(err.value)
+    # an optimizer built by the caller with other hyperparameters than the checkpoint's
+    model = GPT(CFG, rng=1)
+    own = AdamW(model.parameters(), 1e-3, betas=(0.9, 0.99), weight_decay=0.1, eps=1e-6)
+    with pytest.raises(ResumeMismatch, match=r"optimizer eps: 1e-08 \(checkpoint\) vs 1e-06 \(now\)"):
+        train(model, _task(), _cfg(), optimizer=own, checkpoint_path=ckpt, resume=True, log=lambda s: None)
+    result = train(model, _task(), _cfg(), optimizer=own, checkpoint_path=ckpt, resume=True,
+                   allow_config_change=True, log=lambda s: None)
+    assert result.history[-1][0] == 12 and own.eps == 1e-6          # continued with the new setting
+    # the seq2seq task (and batch size) of the train command's meta
+    cfg = Seq2SeqConfig(vocab_size=16, block_size=14, n_layer=1, n_head=2, d_model=16)
+    meta = {"family": "seq2seq", "config": cfg.to_dict(), "task": "copy", "batch_size": 8}
+    task = SequenceTaskData("copy", 16, (4, 12), 8, seed=0)
+    ckpt2 = str(tmp_path / "s2s.npz")
+    train(Seq2Seq(cfg, rng=2), task, _cfg(), checkpoint_path=ckpt2, stop_after=3, meta=meta, log=lambda s: None)
+    with pytest.raises(ResumeMismatch, match=r"task: 'copy' \(checkpoint\) vs 'reverse' \(now\)"):
+        train(Seq2Seq(cfg, rng=2), SequenceTaskData("reverse", 16, (4, 12), 8, seed=0), _cfg(),
+              checkpoint_path=ckpt2, resume=True, meta={**meta, "task": "reverse"}, log=lambda s: None)
+    with pytest.raises(ResumeMismatch, match=r"batch_size: 8 \(checkpoint\) vs 4 \(now\)"):
+        train(Seq2Seq(cfg, rng=2), SequenceTaskData("copy", 16, (4, 12), 4, seed=0), _cfg(),
+              checkpoint_path=ckpt2, resume=True, meta={**meta, "batch_size": 4}, log=lambda s: None)
+
+
+def test_cli_resume_with_another_seq2seq_task_is_one_line_naming_it(tmp_path, capsys):
+    from minitransformer.cli import main
+    out = str(tmp_path / "run")
+    args = ["train", "--model", "seq2seq", "--steps", "2", "--n-layer", "1", "--d-model", "16", "--n-head", "2",
+            "--batch-size", "4", "--eval-interval", "100", "--out", out]
+    assert main(args + ["--task", "copy"]) == 0
+    capsys.readouterr()
+    code = main(args + ["--task", "reverse", "--resume"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "task: 'copy' (checkpoint) vs 'reverse' (now)" in err and "Traceback" not in err

@@ -20,6 +20,8 @@ import argparse
 import importlib
 import sys
 
+from ..validate import cli_one_line_error
+
 # (name, help): the module cli/<name>.py's add_<name>_arguments and run_<name> do the work
 COMMANDS = (
     ("train", "train a model (no arguments: a small GPT on the default corpus)"),
@@ -45,7 +47,17 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
         command = sub.add_parser(name, help=helptext)
         if only is None or name == only:
             getattr(command_module(name), f"add_{name}_arguments")(command)
+    _one_line_errors(p)
     return p
+
+
+def _one_line_errors(parser) -> None:
+    """Every (sub)parser reports a bad argument in one line naming the flag, without the usage dump."""
+    if "error" not in vars(parser):                 # train sets its own
+        parser.error = cli_one_line_error(parser)
+    for action in parser._actions:
+        for child in (getattr(action, "choices", None) or {}).values() if isinstance(action, argparse._SubParsersAction) else ():
+            _one_line_errors(child)
 
 
 def main(argv=None) -> int:

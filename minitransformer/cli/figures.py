@@ -38,6 +38,7 @@ import numpy as np
 
 from ..plots import activations, alibi, gqa, gradients, masks, positions, training
 from ..validate import check_int
+from ..validate import cli_integer
 
 TEXT = "The list is sorted in place."      # the sentence of the attention maps: 28 characters
 TINY_GPT = dict(block_size=32, n_layer=2, n_head=4, d_model=64)
@@ -57,9 +58,9 @@ def add_figures_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", default=None,
                    help="a GPT checkpoint (.npz from `train`) for the attention maps and the loss curve; "
                         "default: train a tiny GPT")
-    p.add_argument("--steps", type=int, default=200, help="training steps of the tiny GPT (default: 200)")
+    p.add_argument("--steps", type=cli_integer(1), default=200, help="training steps of the tiny GPT (default: 200)")
     p.add_argument("--text", default=TEXT, help=f"the sentence of the attention maps (default: {TEXT!r})")
-    p.add_argument("--seed", type=int, default=0, help="seed of every random draw (default: 0)")
+    p.add_argument("--seed", type=cli_integer(0), default=0, help="seed of every random draw (default: 0)")
 
 
 def run_figures(args) -> int:

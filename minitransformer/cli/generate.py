@@ -12,6 +12,8 @@ last block_size tokens, so it can go on for as long as asked.
 """
 from __future__ import annotations
 
+import math
+
 import argparse
 import sys
 
@@ -21,6 +23,7 @@ from ..generation import STRATEGIES, generate
 from ..models import GPT
 from ..training.load import FAMILIES, load_model
 from ..validate import check_choice, check_int, check_number
+from ..validate import cli_integer, cli_real
 
 
 def add_generate_arguments(p: argparse.ArgumentParser) -> None:
@@ -28,18 +31,18 @@ def add_generate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prompt", required=True, help="the text to continue (at least one token)")
     p.add_argument("--strategy", choices=STRATEGIES, default="sample",
                    help="how the next token is chosen (default: sample)")
-    p.add_argument("--temperature", type=float, default=1.0,
+    p.add_argument("--temperature", type=cli_real(0.0), default=1.0,
                    help="sampling temperature >= 0; 0 = greedy (default: 1)")
-    p.add_argument("--top-k", type=int, default=None, help="sample among the k most probable tokens only")
-    p.add_argument("--top-p", type=float, default=None,
+    p.add_argument("--top-k", type=cli_integer(1), default=None, help="sample among the k most probable tokens only")
+    p.add_argument("--top-p", type=cli_real(0.0, 1.0, high_open=False), default=None,
                    help="sample from the nucleus of probability p, in (0, 1]")
-    p.add_argument("--beam-size", type=int, default=4, help="beams of --strategy beam (default: 4)")
-    p.add_argument("--length-penalty", type=float, default=1.0,
+    p.add_argument("--beam-size", type=cli_integer(1), default=4, help="beams of --strategy beam (default: 4)")
+    p.add_argument("--length-penalty", type=cli_real(-math.inf), default=1.0,
                    help="alpha of the beam score sum(log p) / length**alpha (default: 1)")
-    p.add_argument("--max-new-tokens", type=int, default=50,
+    p.add_argument("--max-new-tokens", type=cli_integer(1), default=50,
                    help="tokens to generate (default: 50); with the KV cache at most block_size - prompt + 1, "
                         "--no-cache for more")
-    p.add_argument("--seed", type=int, default=0, help="seed of the sampling generator (default: 0)")
+    p.add_argument("--seed", type=cli_integer(0), default=0, help="seed of the sampling generator (default: 0)")
     p.add_argument("--no-cache", action="store_true",
                    help="re-run the whole prefix for every token (slower; crops to the context)")
 
@@ -61,7 +64,10 @@ def run_generate(args) -> int:
 def _generate_text(args) -> tuple[str, str | None]:
     """(prompt + continuation, a note when the context cut generation short, or None)."""
     settings = _check_arguments(args)
-    model, tokenizer = load_model(args.checkpoint)
+    try:
+        model, tokenizer = load_model(args.checkpoint)
+    except (ValueError, TypeError, OSError) as e:        # name the flag
+        raise ValueError(f"--checkpoint: {e}") from None
     if not isinstance(model, GPT):
         family = next(name for name, (cls, _) in FAMILIES.items() if isinstance(model, cls))
         raise ValueError(f"--checkpoint: expected a GPT checkpoint (family 'gpt'), got family {family!r}")

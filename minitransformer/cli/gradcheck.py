@@ -17,6 +17,7 @@ from __future__ import annotations
 from ..gradcheck.suite import layer_checks
 from ..homework.ownpair import check_file
 from ..homework.report import HEADER, format_result
+from ..validate import cli_integer
 
 
 def _run_target(target: str, seed: int) -> int:
@@ -47,4 +48,4 @@ def run_gradcheck(args) -> int:
 def add_gradcheck_arguments(p) -> None:
     p.add_argument("target", nargs="?", metavar="FILE.py:FORWARD:BACKWARD",
                    help="check your own pair from a file (default: every layer of the package)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: 0)")
+    p.add_argument("--seed", type=cli_integer(0), default=0, help="seed of the random inputs (default: 0)")

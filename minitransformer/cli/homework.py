@@ -17,6 +17,7 @@ from ..homework.assignments import ASSIGNMENTS
 from ..homework.export import export
 from ..homework.grade import grade, require_copy
 from ..homework.report import HEADER, all_passed, format_result, summary, write_gradescope
+from ..validate import cli_integer, cli_real
 
 
 def _list() -> int:
@@ -72,7 +73,7 @@ def add_homework_arguments(p) -> None:
     c.add_argument("dir", help="the student's copy (the folder holding minitransformer/)")
     c.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: all")
     c.add_argument("--json", help="write Gradescope's results.json here")
-    c.add_argument("--timeout", type=float, default=30.0, help="seconds per assignment (default: 30)")
-    c.add_argument("--jobs", type=int, default=1,
+    c.add_argument("--timeout", type=cli_real(0.0), default=30.0, help="seconds per assignment (default: 30)")
+    c.add_argument("--jobs", type=cli_integer(1), default=1,
                    help="assignments graded at once (default: 1; each keeps its own time limit)")
-    c.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: 0)")
+    c.add_argument("--seed", type=cli_integer(0), default=0, help="seed of the random inputs (default: 0)")

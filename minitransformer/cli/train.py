@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import shlex
 import sys
@@ -18,6 +17,8 @@ import tempfile
 
 import numpy as np
 
+from ..backend import xp_for_device
+from ..validate import cli_integer, cli_one_line_error, cli_real
 from ..training.data import BOS, EOS, load_text, train_val_split
 from ..models import GPT, Encoder, EncoderConfig, GPTConfig, Seq2Seq, Seq2SeqConfig
 from ..training.tasks import LanguageModelTask, MaskedLMTask, SequenceTaskData
@@ -28,44 +29,7 @@ SEQ_LENGTHS = (4, 12)   # source lengths of the synthetic tasks
 CLASSIFIERS = ("vit", "tabular")   # families trained on generated examples, reported by accuracy
 
 
-def _integer(low: int):
-    """An argparse ``type=``: an integer >= ``low``; a bad value gives a one-line error naming the flag."""
-    def parse(text):
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < low:
-            what = "a positive integer" if low == 1 else f"an integer >= {low}"
-            raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
-        return value
-    parse.__name__ = "int"
-    return parse
-
-
-def _real(low: float, high: float = math.inf, low_open=True, high_open=True):
-    """An argparse ``type=``: a finite number in the interval; one-line errors like ``_integer``."""
-    def parse(text):
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        if not (math.isfinite(value) and (value > low if low_open else value >= low)
-                and (value < high if high_open else value <= high)):
-            interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
-            raise argparse.ArgumentTypeError(f"expected a number in {interval}, got {text}")
-        return value
-    parse.__name__ = "float"
-    return parse
-
-
-def _one_line_error(parser: argparse.ArgumentParser):
-    """``parser.error`` that prints ``error: --flag: what was expected, got what`` and no usage dump."""
-    def error(message):
-        if message.startswith("argument "):
-            message = message[len("argument "):]
-        parser.exit(2, f"error: {message} (see: python -m minitransformer {parser.prog.split()[-1]} --help)\n")
-    return error
+_integer, _real, _one_line_error = cli_integer, cli_real, cli_one_line_error   # validate.py's, shared by every command
 
 
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
@@ -123,12 +87,13 @@ def build(args):
                                position=args.position or "sinusoidal")
         task = SequenceTaskData(task_name, SEQ_VOCAB, SEQ_LENGTHS, batch, seed=args.seed)
         model = Seq2Seq(config, rng=args.seed)
-        return model, task, cfg, {"family": "seq2seq", "config": config.to_dict(), "task": task_name}
+        return model, task, cfg, {"family": "seq2seq", "config": config.to_dict(), "task": task_name,
+                                  "batch_size": batch}
     tokenizer, ids = _tokenize(args)
     train_ids, val_ids = train_val_split(ids)
     common = dict(block_size=args.block_size, n_layer=args.n_layer or 4, n_head=args.n_head,
                   d_model=args.d_model or 128, p_drop=args.p_drop, position=args.position or "learned")
-    meta_tok = {"tokenizer": tokenizer.to_dict()}
+    meta_tok = {"tokenizer": tokenizer.to_dict(), "batch_size": batch}
     if args.model == "encoder":
         if args.task not in (None, "mlm"):
             raise ValueError(f"--task: the encoder trains on mlm, got {args.task!r}")
@@ -163,7 +128,10 @@ def _build_classifier(args, batch, cfg):
 
 
 def _tokenize(args):
-    text = load_text(args.data)
+    try:
+        text = load_text(args.data)
+    except (ValueError, OSError) as e:            # name the flag: "--data: path: ..."
+        raise type(e)(f"--data: {e}") from None
     if args.tokenizer == "bpe":
         from ..tokenizers import ByteBPETokenizer
         tokenizer = ByteBPETokenizer.train(text, args.vocab_size)
@@ -181,6 +149,11 @@ def run_train(args) -> int:
         if args.resume and not os.path.isfile(ckpt):
             raise ValueError(f"--resume: no checkpoint at {ckpt}")
         prompt = _preflight(task, meta, out)
+        if args.device != "cpu":
+            try:
+                xp_for_device(args.device)
+            except ValueError as e:
+                raise ValueError(f"--device {args.device}: {e}") from None
     except (ValueError, TypeError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

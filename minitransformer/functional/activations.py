@@ -37,7 +37,7 @@ import math
 from typing import NamedTuple
 
 from ..backend import get_xp
-from ..validate import check_choice, check_float, check_min_ndim, check_same_shape
+from ..validate import check_choice, check_float, check_min_ndim, check_same_shape, check_upstream
 from .erf import erfc
 
 GELU_APPROXIMATIONS = ("none", "tanh")
@@ -46,6 +46,9 @@ _SQRT_HALF = math.sqrt(0.5)              # 1/√2
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _C = math.sqrt(2.0 / math.pi)            # √(2/π): u = _C (x + k x³)
 _TWO_C = 2.0 * _C                        # 2√(2/π): 2u' = _TWO_C (1 + 3k x²)
+_X_CLIP = 100.0  # tanh-GELU computes u and 2u' from x clipped to ±100: beyond, σ(2u) is exactly
+                 # 0 or 1 even in float64 (|2u| > 7e4), so y and dydx do not change, but x³ and
+                 # 2u' stay finite and σ + y (1 - σ) 2u' never meets 0 · ∞ (NaN at |x| = 1e20 in float32)
 
 
 class ReluCache(NamedTuple):
@@ -90,6 +93,7 @@ def relu_forward(x):
 
 def relu_backward(dy, cache: ReluCache):
     """dx = dy ⊙ [x > 0]. Inputs: dy (...) like x. Returns: dx (...)."""
+    check_float("dy", dy)                      # the cache keeps no dtype: the Module checks it
     check_same_shape("dy", dy, cache.positive.shape)
     dx = dy * cache.positive                   # (...) reverses: y = max(x, 0)
     return dx
@@ -118,9 +122,11 @@ def gelu_forward(x, approximate: str = "none"):
 
 def _gelu_tanh_forward(x):
     """y = x σ(2u), u = √(2/π)(x + 0.044715 x³); dydx = σ(2u) + y (1 - σ(2u)) 2u'."""
-    x2 = x * x                                 # (...)
-    x3 = x2 * x                                # (...)
-    u = _C * (x + _GELU_K * x3)                # (...) u = √(2/π)(x + k x³)
+    xp = get_xp(x)
+    xc = xp.clip(x, -_X_CLIP, _X_CLIP)         # (...) x, clipped where nothing changes: see _X_CLIP
+    x2 = xc * xc                               # (...)
+    x3 = x2 * xc                               # (...)
+    u = _C * (xc + _GELU_K * x3)                # (...) u = √(2/π)(x + k x³)
     s = _sigmoid(2.0 * u)                      # (...) σ(2u) = ½ (1 + tanh u)
     y = x * s                                  # (...)
     du2 = _TWO_C * (1.0 + 3.0 * _GELU_K * x2)  # (...) 2u' = 2√(2/π)(1 + 3k x²)
@@ -133,7 +139,7 @@ def gelu_backward(dy, cache: GeluCache):
 
     Inputs: dy (...) like x. Returns: dx (...).
     """
-    check_same_shape("dy", dy, cache.dydx.shape)
+    check_upstream("dy", dy, cache.dydx.shape, cache.dydx.dtype)  # the forward output's shape and dtype
     dx = dy * cache.dydx                       # (...) reverses: y = x * Phi (or y = x * s), through dydx
     return dx
 
@@ -154,6 +160,6 @@ def silu_forward(x):
 
 def silu_backward(dy, cache: SiluCache):
     """dx = dy ⊙ σ(x)(1 + x(1 - σ(x))). Inputs: dy (...) like x. Returns: dx (...)."""
-    check_same_shape("dy", dy, cache.dydx.shape)
+    check_upstream("dy", dy, cache.dydx.shape, cache.dydx.dtype)  # the forward output's shape and dtype
     dx = dy * cache.dydx                       # (...) reverses: y = x * s, through dydx
     return dx

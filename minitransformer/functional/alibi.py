@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy
 
-from ..validate import check_int, check_size
+from ..validate import check_dtype, check_int, check_size
 from .masks import query_key_positions
 
 
@@ -48,6 +48,7 @@ def alibi_bias(slopes, T: int, S: int, *, dtype=numpy.float32, xp=numpy):
     """
     T = check_int("T", T, low=0)
     S = check_int("S", S, low=T)                           # the queries are the last T of S positions
+    dtype = check_dtype("dtype", dtype)
     try:
         slopes = xp.asarray(slopes, dtype=dtype)           # (H,)
     except (TypeError, ValueError):

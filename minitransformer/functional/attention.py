@@ -57,7 +57,7 @@ from typing import NamedTuple
 
 from .dropout import DropoutCache, dropout_backward, dropout_forward
 from ..validate import (check_bool, check_broadcastable, check_dim, check_dtype_like,
-                        check_float, check_ndim, check_same_shape)
+                        check_float, check_ndim, check_same_shape, check_upstream)
 from .masks import additive_mask
 from .softmax import SoftmaxCache, softmax_backward, softmax_forward
 
@@ -120,7 +120,7 @@ def attention_backward(dout, cache: AttentionCache):
     q_grouped, k_scaled, v, P, scale, bias_shape, dropout = cache
     B, n_kv_head, rT, D = q_grouped.shape
     H, T, S = P.shape[1:]
-    check_same_shape("dout", dout, (B, H, T, v.shape[-1]))
+    check_upstream("dout", dout, (B, H, T, v.shape[-1]), v.dtype)  # the forward output's shape and dtype
     dout_grouped = dout.reshape(B, n_kv_head, rT, v.shape[-1])  # (B, G, r·T, Dv) reverses: out = out_grouped.reshape(...)
     P_dropped = P if dropout is None else P * dropout.mask * dropout.scale  # (B, H, T, S) P̃, recomputed
     P_grouped = P_dropped.reshape(B, n_kv_head, rT, S)     # (B, G, r·T, S)

@@ -88,6 +88,17 @@ def cross_entropy_forward(logits, targets, ignore_index: int = -100, smoothing: 
     return loss, CrossEntropyCache(logp, y, keep, n_kept, smoothing, tuple(logits.shape))
 
 
+def check_dloss(dloss) -> float:
+    """The upstream gradient of the scalar loss: a real finite number or a 0-d real array
+    (the forward output's shape); returned as a Python float (no dtype promotion)."""
+    shape = tuple(getattr(dloss, "shape", ()))
+    if shape != ():
+        raise ValueError(f"dloss: expected a scalar (shape (), the loss's), got shape {shape}")
+    if hasattr(dloss, "item"):
+        dloss = dloss.item()                                   # NumPy/CuPy scalar or 0-d array
+    return check_number("dloss", dloss, finite=True)
+
+
 def cross_entropy_backward(dloss, cache: CrossEntropyCache):
     """dlogits = dL · (softmax - q) / N_kept on kept rows, 0 on ignored rows.
 
@@ -97,6 +108,7 @@ def cross_entropy_backward(dloss, cache: CrossEntropyCache):
     """
     xp = get_xp(cache.logp)
     logp, y, keep, n_kept, smoothing, shape = cache
+    dloss = check_dloss(dloss)
     V = logp.shape[-1]
     p = xp.exp(logp)                                           # (N, V) softmax, from the log-probs
     q = xp.full(p.shape, smoothing / V, dtype=p.dtype)               # (N, V) ε / V ...

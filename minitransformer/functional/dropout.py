@@ -8,7 +8,7 @@ dropout is the identity. It is also the identity for p_drop == 0.
 
 The mask comes from an explicit generator, ``rng.random(x.shape, dtype) >= p_drop``
 (each draw is uniform on [0, 1), so it is >= p_drop with probability 1 - p_drop), or
-is given (``mask``), e.g. to replay a forward. The draws are made in x's dtype. A NumPy generator with CuPy arrays works (the draws are copied
+is given (``mask``), e.g. to replay a forward. The draws are made in x's dtype (float16: in float32). A NumPy generator with CuPy arrays works (the draws are copied
 to the device); a CuPy generator avoids that copy.
 
 Identity path: the output IS the input (no copy, no work); the cache records it.
@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..backend import get_xp
-from ..validate import check_float, check_number, check_same_shape
+from ..validate import check_flag, check_float, check_number, check_random_source, check_same_shape
 
 
 class DropoutCache(NamedTuple):
@@ -45,6 +45,7 @@ def dropout_forward(x, p_drop: float, rng=None, training: bool = True, mask=None
     xp = get_xp(x)
     check_float("x", x)
     p_drop = check_number("p_drop", p_drop, low=0.0, high=1.0, high_open=True)
+    training = check_flag("training", training)
     if p_drop == 0.0 or not training:
         return x, DropoutCache(None, 1.0)
     scale = 1.0 / (1.0 - p_drop)
@@ -52,7 +53,9 @@ def dropout_forward(x, p_drop: float, rng=None, training: bool = True, mask=None
         if rng is None:
             raise ValueError(f"rng: dropout with p_drop={p_drop} in training needs a generator "
                              "(numpy.random.default_rng(seed)) or a mask, got None")
-        u = rng.random(x.shape, dtype=x.dtype)                 # (...) uniform on [0, 1)
+        check_random_source("rng", rng)
+        draw_dtype = x.dtype if x.dtype.itemsize >= 4 else "float32"    # generators draw float32/64 only
+        u = rng.random(x.shape, dtype=draw_dtype)              # (...) uniform on [0, 1)
         if get_xp(u) is not xp:
             u = xp.asarray(u)                                  # host draws, device x
         m = u >= p_drop                                        # (...) keep with probability 1 - p_drop
@@ -74,6 +77,7 @@ def dropout_backward(dy, cache: DropoutCache):
     if cache.identity:
         check_float("dy", dy)
         return dy                                              # reverses: y = x (identity path)
+    check_float("dy", dy)                                      # the cache keeps no dtype: the Module checks it
     check_same_shape("dy", dy, cache.mask.shape)                # the forward output's shape
     dx = dy * cache.mask * cache.scale                         # (...) reverses: y = x * m * scale
     return dx

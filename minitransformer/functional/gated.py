@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..backend import get_xp
-from ..validate import check_even, check_float, check_min_ndim, check_same_shape
+from ..validate import check_even, check_float, check_min_ndim, check_upstream
 from .activations import gelu_backward, gelu_forward, silu_backward, silu_forward
 
 
@@ -50,7 +50,7 @@ def _gated_forward(h, act_forward):
 def _gated_backward(dy, cache: GatedCache, act_backward):
     xp = get_xp(dy)
     act, b, act_cache = cache
-    check_same_shape("dy", dy, act.shape)
+    check_upstream("dy", dy, act.shape, act.dtype)               # the forward output's shape and dtype
     dact = dy * b                                                # (..., F)  reverses: y = act * b
     da = act_backward(dact, act_cache)                           # (..., F)  reverses: act = act_forward(a)
     db = dy * act                                                # (..., F)  reverses: y = act * b

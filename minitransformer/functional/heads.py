@@ -8,9 +8,14 @@ Both are layout changes only: no arithmetic, so their "backward" is the other on
 from __future__ import annotations
 
 from ..backend import get_xp
+from ..validate import check_dtype_like, check_int, check_ndim, check_same_shape
 
 def split_heads(h, D: int):
     """(B, T, n·D) -> (B, n, T, D): a view, head i = columns i·D .. (i+1)·D - 1."""
+    check_ndim("h", h, 3, "(B, T, n·D)")
+    D = check_int("D", D, low=1)
+    if h.shape[-1] % D:
+        raise ValueError(f"h: expected a last axis that is a multiple of D={D}, got shape {tuple(h.shape)}")
     B, T, _ = h.shape
     return h.reshape(B, T, -1, D).transpose(0, 2, 1, 3)
 
@@ -21,6 +26,13 @@ def merge_heads(*parts):
     The inverse of split_heads (and of splitting the result into the parts): the
     loop runs over the at most three parts (q, k, v), not over heads.
     """
+    if not parts:
+        raise TypeError("parts: expected at least one (B, n_i, T, D) array, got none")
+    for i, p in enumerate(parts):
+        check_ndim(f"parts[{i}]", p, 4, "(B, n_i, T, D)")
+        if i:
+            check_dtype_like(f"parts[{i}]", p, parts[0], "parts[0]")
+            check_same_shape(f"parts[{i}]", p[:, :1], parts[0][:, :1].shape)
     B, _, T, D = parts[0].shape
     n = sum(p.shape[1] for p in parts)
     merged = get_xp(parts[0]).empty((B, T, n * D), dtype=parts[0].dtype)  # (B, T, n·D)

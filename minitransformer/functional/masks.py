@@ -42,7 +42,7 @@ import math
 import numpy
 
 from ..backend import get_xp
-from ..validate import check_bool, check_int, check_ndim, check_same_shape
+from ..validate import check_bool, check_int, check_ndim, check_same_shape, check_dtype
 
 
 def query_key_positions(T: int, S: int | None = None, *, xp=numpy):
@@ -175,6 +175,7 @@ def additive_mask(mask, dtype):
     # A boolean mask only: ~ on an integer 0/1 mask is bitwise (~0 = -1, ~1 = -2, both
     # "true"), which would hide every key. A dtype check: nothing in the hot path.
     check_bool("mask", mask)
+    dtype = check_dtype("dtype", dtype)
     xp = get_xp(mask)
     bias = xp.zeros(mask.shape, dtype=dtype)               # mask's shape: small, e.g. (T, S)
     bias[~mask] = -math.inf

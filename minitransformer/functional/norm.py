@@ -12,6 +12,21 @@ RMSNorm (Zhang & Sennrich, 2019): no centring and no bias,
     rstd = 1 / √(mean(x²) + eps),        xhat = x · rstd,          y = gamma ⊙ xhat
 
 Shapes: x (..., C) with any leading dimensions, gamma and beta (C,), y like x.
+
+Scale safety: both norms are scale invariant apart from eps,
+
+    norm(x; eps) = norm(x / s; eps / s²)       for any s > 0 (exact),
+
+so a row too large to square (max|x| > √(max_float / 4C), where Σ (x - μ)² could
+overflow: |x| ≳ 1e18 in float32, 16 in float16) is divided by s, the power of 2 just
+below max|x| (exact, no rounding), and its eps becomes eps / s²; rstd is scaled back
+(rstd = rstd_s / s) so the backward is unchanged. Every other row has s = 1 and is
+computed exactly as the equations read. Where eps / s² underflows to 0 it is taken as the
+dtype's smallest subnormal instead (the one deviation, visible only on an exactly constant
+row, whose xhat is 0 either way: its rstd is then 1/(s·√tiny) rather than 1/√eps).
+LayerNorm's mean is corrected once, μ += mean(x - μ): the rounding of the first mean
+(~1e-7·|x| in float32) would otherwise turn a constant row, whose exact output is beta,
+into ±1 wherever it exceeds √eps.
 Both backward passes are the fused one-line formulas; the docstrings show how
 they follow from the chain rule (the lecture does it step by step).
 
@@ -24,11 +39,15 @@ arguments and cache (functional/_kernels/norm.py); a test ties the two.
 """
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 from ..backend import get_xp
 from ..validate import (check_upstream, check_dim, check_dtype_like, check_float, check_min_ndim, check_ndim,
                         check_number)
+
+
+NO_BETA = object()   # RMSNorm's beta in _check_norm_inputs: absent, not checked
 
 
 class LayerNormCache(NamedTuple):
@@ -45,18 +64,39 @@ class RMSNormCache(NamedTuple):
 
 
 def _check_norm_inputs(x, gamma, beta, eps) -> float:
-    """Validate the arguments of a norm's forward; returns eps as a Python float."""
+    """Validate the arguments of a norm's forward; returns eps as a Python float.
+    RMSNorm passes beta=NO_BETA (it has none); None is refused like any non-array."""
     check_min_ndim("x", x, 1)
     check_float("x", x)
     if x.shape[-1] == 0:
         raise ValueError(f"x: expected at least 1 feature on the last axis, got shape {tuple(x.shape)}")
     for name, v in (("gamma", gamma), ("beta", beta)):
-        if v is None:
+        if v is NO_BETA:
             continue
         check_ndim(name, v, 1, "(C,)")
         check_dim(name, v, 0, x.shape[-1], "C, the last axis of x")
         check_dtype_like(name, v, x, "x")
     return check_number("eps", eps, low=0.0, low_open=True)
+
+
+def _row_scale(x):
+    """s (..., 1): 1 on a row that can be squared safely, else the power of 2 just below max|x|.
+
+    Σ_c (x_c - μ)² ≤ 4C·max|x|², so rows with max|x| ≤ √(max_float / 4C) keep s = 1;
+    a larger finite row gets s = 2^(e-1) for max|x| = f·2^e, f in [0.5, 1): x/s is in [1, 2).
+    """
+    xp = get_xp(x)
+    big = math.sqrt(float(xp.finfo(x.dtype).max) / (4 * x.shape[-1]))
+    m = xp.abs(x).max(axis=-1, keepdims=True)                  # (..., 1) max|x| of each row
+    huge = (m > big) & xp.isfinite(m)                          # (..., 1) rows whose σ² could overflow
+    _, e = xp.frexp(m)                                         # (..., 1) m = f · 2^e
+    return xp.where(huge, xp.ldexp(xp.ones_like(m), e - 1), 1)  # (..., 1) of x's dtype
+
+
+def _eps_scaled(eps: float, s):
+    """eps / s² per row (..., 1), at least the smallest subnormal, so √(0 + eps/s²) is never 0."""
+    xp = get_xp(s)
+    return xp.maximum(eps / s / s, xp.finfo(s.dtype).smallest_subnormal)  # (..., 1)
 
 
 def _sum_rows(a):
@@ -73,13 +113,17 @@ def layernorm_forward(x, gamma, beta, eps: float = 1e-5):
     """
     xp = get_xp(x, gamma, beta)
     eps = _check_norm_inputs(x, gamma, beta, eps)
-    mu = x.mean(axis=-1, keepdims=True)                        # (..., 1)
-    xc = x - mu                                                # (..., C) centred
+    s = _row_scale(x)                                          # (..., 1) 1, or 2^k on a huge row
+    xs = x / s                                                 # (..., C) exact: s is a power of 2
+    mu = xs.mean(axis=-1, keepdims=True)                       # (..., 1) μ / s, rounded
+    mu = mu + (xs - mu).mean(axis=-1, keepdims=True)           # (..., 1) corrected: a constant row centres to 0
+    xc = xs - mu                                               # (..., C) centred, (x - μ) / s
     xc2 = xc * xc                                              # (..., C)
-    var = xc2.mean(axis=-1, keepdims=True)                     # (..., 1) σ², biased: / C
-    std = xp.sqrt(var + eps)                                   # (..., 1) eps inside the root
-    rstd = 1.0 / std                                           # (..., 1)
-    xhat = xc * rstd                                           # (..., C)
+    var = xc2.mean(axis=-1, keepdims=True)                     # (..., 1) σ² / s², biased: / C
+    std = xp.sqrt(var + _eps_scaled(eps, s))                   # (..., 1) √(σ² + eps) / s, eps inside the root
+    rstd_s = 1.0 / std                                         # (..., 1)
+    xhat = xc * rstd_s                                         # (..., C)
+    rstd = rstd_s / s                                          # (..., 1) 1/√(σ² + eps), for the backward
     gamma_xhat = gamma * xhat                                  # (..., C)
     y = gamma_xhat + beta                                      # (..., C)
     return y, LayerNormCache(xhat, rstd, gamma)
@@ -121,12 +165,15 @@ def rmsnorm_forward(x, gamma, eps: float = 1e-6):
     Returns: y (..., C) of x's dtype, RMSNormCache(xhat, rstd, gamma).
     """
     xp = get_xp(x, gamma)
-    eps = _check_norm_inputs(x, gamma, None, eps)
-    x2 = x * x                                                 # (..., C)
-    ms = x2.mean(axis=-1, keepdims=True)                       # (..., 1) mean(x²)
-    rms = xp.sqrt(ms + eps)                                    # (..., 1) eps inside the root
-    rstd = 1.0 / rms                                           # (..., 1)
-    xhat = x * rstd                                            # (..., C)
+    eps = _check_norm_inputs(x, gamma, NO_BETA, eps)
+    s = _row_scale(x)                                          # (..., 1) 1, or 2^k on a huge row
+    xs = x / s                                                 # (..., C) exact: s is a power of 2
+    x2 = xs * xs                                               # (..., C)
+    ms = x2.mean(axis=-1, keepdims=True)                       # (..., 1) mean(x²) / s²
+    rms = xp.sqrt(ms + _eps_scaled(eps, s))                    # (..., 1) √(mean(x²) + eps) / s
+    rstd_s = 1.0 / rms                                         # (..., 1)
+    xhat = xs * rstd_s                                         # (..., C)
+    rstd = rstd_s / s                                          # (..., 1) 1/√(mean(x²) + eps), for the backward
     y = gamma * xhat                                           # (..., C)
     return y, RMSNormCache(xhat, rstd, gamma)
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..backend import get_xp
-from ..validate import check_choice, check_float, check_int, check_ndim, check_number
+from ..validate import check_choice, check_dtype_like, check_float, check_int, check_ndim, check_number
 
 LAYOUTS = ("interleaved", "half")
 
@@ -85,6 +85,7 @@ def rope_backward(dy, cache: RopeCache):
     if dy.ndim < 2 or tuple(dy.shape[-2:]) != (cos.shape[0], 2 * cos.shape[1]):
         raise ValueError(f"dy: expected shape (..., T, D) = (..., {cos.shape[0]}, {2 * cos.shape[1]}) "
                          f"(the forward output's), got {tuple(getattr(dy, 'shape', ()))}")
+    check_dtype_like("dy", dy, cos, "the forward output")     # no silent promotion
     xp = get_xp(dy)
     dx = xp.empty(dy.shape, dtype=dy.dtype)                # (B, H, T, D)
     dy_a, dy_b = _pairs(dy, layout)                        # (B, H, T, D/2) views

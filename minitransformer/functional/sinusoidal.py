@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy
 
-from ..validate import check_int
+from ..validate import check_dtype, check_int, check_size
 
 
 def sinusoidal_table(max_len: int, d: int, *, dtype=numpy.float32, xp=numpy):
@@ -23,6 +23,8 @@ def sinusoidal_table(max_len: int, d: int, *, dtype=numpy.float32, xp=numpy):
     """
     max_len = check_int("max_len", max_len, low=0)
     d = check_int("d", d, low=1)
+    dtype = check_dtype("dtype", dtype)
+    check_size("max_len, d", (max_len, d))
     pos = xp.arange(max_len, dtype=xp.float64)[:, None]    # (max_len, 1)
     two_i = xp.arange(0, d, 2, dtype=xp.float64)           # (ceil(d/2),) the even columns 2i
     angle = pos / 10000.0 ** (two_i / d)                   # (max_len, ceil(d/2))

@@ -32,7 +32,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..backend import get_xp
-from ..validate import check_upstream
+from ..validate import check_float, check_int, check_min_ndim, check_upstream
 
 
 class SoftmaxCache(NamedTuple):
@@ -43,6 +43,13 @@ class SoftmaxCache(NamedTuple):
 class LogSoftmaxCache(NamedTuple):
     z: object    # log-probabilities; softmax is recomputed as exp(z) in backward
     axis: int
+
+
+def check_softmax_inputs(x, axis) -> int:
+    """x a floating point array of at least 1 dimension, axis an integer axis of x; returns axis."""
+    check_float("x", x)
+    check_min_ndim("x", x, 1)
+    return check_int("axis", axis, low=-x.ndim, high=x.ndim - 1)
 
 
 def _safe_max(x, axis):
@@ -58,6 +65,7 @@ def softmax_forward(x, axis: int = -1):
     Inputs: x (..., n, ...) floating point; axis, the axis of the n entries.
     Returns: y of x's shape (each slice along axis sums to 1, or is 0), SoftmaxCache(y, axis).
     """
+    axis = check_softmax_inputs(x, axis)
     xp = get_xp(x)
     m = _safe_max(x, axis)                                   # (..., 1, ...)
     shifted = x - m                                          # (..., n, ...) every exponent <= 0
@@ -85,6 +93,7 @@ def softmax_backward_jacobian(dy, cache: SoftmaxCache):
     """
     xp = get_xp(dy)
     y, axis = cache
+    check_upstream("dy", dy, y.shape, y.dtype)  # the forward output's shape and dtype
     y_last = xp.moveaxis(y, axis, -1)                                  # (..., n)
     dy_last = xp.moveaxis(dy, axis, -1)                                # (..., n)
     n = y_last.shape[-1]
@@ -99,6 +108,7 @@ def log_softmax_forward(x, axis: int = -1):
     Inputs: x (..., n, ...) floating point; axis. Returns: z of x's shape, LogSoftmaxCache(z, axis).
     An all -inf row gives all -inf (log 0), consistent with softmax's zeros.
     """
+    axis = check_softmax_inputs(x, axis)
     xp = get_xp(x)
     m = _safe_max(x, axis)                                   # (..., 1, ...)
     shifted = x - m                                          # (..., n, ...)

@@ -27,11 +27,11 @@ class _Activation(Module):
 
     def forward(self, x):
         y, cache = fast(self._forward_fn)(x, **self._options)   # the fast twin where there is one
-        self._save(cache)
+        self._save(cache, y)
         return y
 
     def backward(self, dy):
-        return fast(self._backward_fn)(dy, self._pop_cache())
+        return fast(self._backward_fn)(dy, self._pop_cache(dy, "dy"))
 
     def __repr__(self) -> str:
         options = ", ".join(f"{k}={v!r}" for k, v in self._options.items())

@@ -28,12 +28,12 @@ class Dropout(Module):
     def forward(self, x):
         """x (...) -> y like x (x itself in eval or with p_drop == 0)."""
         y, cache = dropout_forward(x, self.p_drop, rng=self.rng, training=self.training)
-        self._save(cache)
+        self._save(cache, y)
         return y
 
     def backward(self, dy):
         """dy like y -> dx (dy itself when forward was the identity)."""
-        return dropout_backward(dy, self._pop_cache())
+        return dropout_backward(dy, self._pop_cache(dy, "dy"))
 
     def __repr__(self) -> str:
         return f"Dropout(p_drop={self.p_drop})"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ..backend import get_xp
 from ..functional.masks import global_window_mask
-from ..validate import check_int
+from ..validate import check_dtype_like, check_float, check_int, check_ndim, check_same_shape
 
 
 class KVCache:
@@ -42,6 +42,11 @@ class KVCache:
 
     def append(self, k_new, v_new):
         """Append (B, G, T, D) keys and values; returns all keys and values, (B, G, length, D) views."""
+        for name, a in (("k_new", k_new), ("v_new", v_new)):
+            check_ndim(name, a, 4, "(B, G, T, D)")
+            check_float(name, a)
+        check_same_shape("v_new", v_new[..., :1], k_new.shape[:3] + (1,))
+        check_dtype_like("v_new", v_new, k_new, "k_new")
         if self._k is not None and (k_new.shape[:2] != self._k.shape[:2] or
                                     k_new.shape[3] != self._k.shape[3] or k_new.dtype != self._k.dtype):
             raise ValueError(f"kv_cache: holds keys (B, G, ·, D) = {tuple(self.k.shape)} {self._k.dtype}, "

@@ -160,7 +160,7 @@ class Module:
         missing = sorted(set(own) - set(state))
         unexpected = sorted(set(state) - set(own))
         if strict and (missing or unexpected):
-            raise KeyError(f"state: missing parameters {missing}, unexpected {unexpected}")
+            raise ValueError(f"state: missing parameters {missing}, unexpected {unexpected}")
         cast = {}                   # checked first: nothing changes unless every entry is good
         for name, p in own.items():
             if name not in state:
@@ -214,6 +214,8 @@ class Module:
         return self
 
     def astype(self, dtype) -> "Module":
+        from ..validate import check_dtype
+        dtype = check_dtype("dtype", dtype)
         self._map_params(lambda a: a.astype(dtype))
         return self
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import init
 from ..backend import default_rng
-from ..validate import check_int, check_same_shape
+from ..validate import check_int, check_upstream
 from .module import Module
 
 
@@ -47,6 +47,6 @@ class LearnedPositionEmbedding(Module):
     def backward(self, dP):
         """Inputs: dP (T, C). Accumulates dW on the rows used; returns None (T and offset are integers)."""
         offset, T = self._pop_cache()
-        check_same_shape("dP", dP, (T, self.W.shape[1]))
+        check_upstream("dP", dP, (T, self.W.shape[1]), self.W.dtype)  # the forward output's shape and dtype
         self.grads["W"][offset:offset + T] += dP           # (T, C): the rows forward read
         return None

@@ -17,14 +17,14 @@ extra gradients for them; those pass through unchanged:
 """
 from __future__ import annotations
 
+from ..validate import check_choice
 from .module import Module
 
 
 class Residual(Module):
     def __init__(self, sublayer: Module, norm: Module, dropout: Module, norm_position: str = "pre"):
         super().__init__()
-        if norm_position not in ("pre", "post"):
-            raise ValueError(f"norm_position: expected 'pre' or 'post', got {norm_position!r}")
+        check_choice("norm_position", norm_position, ("pre", "post"))
         self.norm_position = norm_position
         self.add_child("norm", norm)
         self.add_child("sublayer", sublayer)

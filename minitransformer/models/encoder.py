@@ -57,6 +57,8 @@ class Encoder(Module):
     def __init__(self, config: TransformerConfig, *, rng=0, dropout_rng=None, dtype=np.float32,
                  scale_embeddings: bool = False):
         super().__init__()
+        if not isinstance(config, TransformerConfig):
+            raise TypeError(f"config: expected an EncoderConfig, got {type(config).__name__}")
         init_rng = default_rng(rng)
         dropout_rng = dropout_rng if dropout_rng is not None else dropout_generator(rng)
         self.config = config

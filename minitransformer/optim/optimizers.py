@@ -122,7 +122,7 @@ class Optimizer:
         expected = {f"{b}/{name}" for b in self.state for name, _, _ in self.params}
         given = {key for key in state if "/" in key}
         if expected != given:
-            raise KeyError(f"state: missing buffers {sorted(expected - given)}, "
+            raise ValueError(f"state: missing buffers {sorted(expected - given)}, "
                            f"unexpected {sorted(given - expected)}")
         for key in sorted(expected):
             buffer, name = key.split("/", 1)
@@ -251,7 +251,11 @@ def _materialise(params) -> list:
     if callable(getattr(params, "parameters", None)):
         raise TypeError(f"params: expected the iterable model.parameters(), got the "
                         f"{type(params).__name__} itself; pass model.parameters()")
-    triples = list(params)
+    try:
+        triples = list(params)
+    except TypeError:
+        raise TypeError(f"params: expected an iterable of (name, param, grad) triples (model.parameters()), "
+                        f"got {type(params).__name__}") from None
     if not triples:
         raise ValueError("params: expected at least one (name, param, grad) triple, got none "
                          "(an exhausted generator? call model.parameters() again)")

@@ -40,6 +40,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..validate import check_path
+
 from ..backend import to_numpy
 
 # safetensors dtype code -> NumPy dtype of the stored bytes (always little-endian).
@@ -240,6 +242,7 @@ def save_safetensors(path, tensors: Mapping, metadata: dict | None = None) -> No
     file intact. Supported dtypes: those of CODE_OF_DTYPE (bfloat16 has no NumPy
     dtype, so BF16 is read but never written).
     """
+    path = check_path("path", path)
     arrays, codes = _arrays_to_save(tensors)
     if metadata is not None and not (isinstance(metadata, dict)
                                      and all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())):

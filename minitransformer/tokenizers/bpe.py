@@ -55,7 +55,7 @@ import os
 import re
 from collections import Counter, defaultdict
 
-from ..validate import check_int
+from ..validate import check_choice, check_int, check_items, check_path, check_token_ids
 
 N_BYTES = 256                    # ids 0..255 are the bytes themselves
 PRETOKEN_PATTERN = r"""'(?:s|t|re|ve|m|ll|d)| ?[^\W\d_]+| ?\d+| ?(?:[^\w\s]|_)+|\s+(?!\S)|\s+"""
@@ -279,13 +279,8 @@ class ByteBPETokenizer:
         ``errors``: "replace" turns bytes that are not UTF-8 into U+FFFD (encoded
         surrogates still come back); "strict" raises ValueError on them instead.
         """
-        ids = ids.tolist() if hasattr(ids, "tolist") else list(ids)
-        V = len(self.vocab)
-        for position, i in enumerate(ids):
-            if isinstance(i, bool) or not isinstance(i, numbers.Integral):
-                raise TypeError(f"ids: expected integer token ids, got {i!r} at position {position}")
-            if not 0 <= i < V:
-                raise ValueError(f"ids: expected ids in [0, {V}), got id {i} at position {position}")
+        check_choice("errors", errors, ("replace", "strict"))
+        ids = check_token_ids("ids", ids, len(self.vocab))
         data = b"".join([self.vocab[i] for i in ids])
         if errors == "replace":
             return data.decode("utf-8", _REPLACE_KEEPING_SURROGATES)
@@ -319,7 +314,8 @@ class ByteBPETokenizer:
         If writing fails (an exception, a full disk), the temporary file is removed and
         an existing file at ``path`` is left as it was.
         """
-        tmp = f"{os.fspath(path)}.tmp"
+        path = check_path("path", path)
+        tmp = f"{path}.tmp"
         try:
             with open(tmp, "w", encoding="utf-8") as f:
                 json.dump(self.to_dict(), f)      # ASCII escapes: lone surrogates survive
@@ -398,7 +394,7 @@ def _compiled_pattern(pattern):
 def _checked_special_tokens(special_tokens) -> tuple:
     if isinstance(special_tokens, str):
         raise TypeError(f"special_tokens: expected a sequence of str, got the str {special_tokens!r}")
-    tokens = tuple(special_tokens)
+    tokens = tuple(check_items("special_tokens", special_tokens))
     for k, s in enumerate(tokens):
         if not (isinstance(s, str) and s):
             raise ValueError(f"special_tokens[{k}]: expected a non-empty str, got {s!r}")

@@ -13,7 +13,8 @@ error (ValueError naming it and its position), never silently dropped or replace
 """
 from __future__ import annotations
 
-import numbers
+
+from ..validate import check_token_ids
 
 
 class CharTokenizer:
@@ -39,6 +40,8 @@ class CharTokenizer:
         """The vocabulary of ``text``: its distinct characters, sorted by code point."""
         if not isinstance(text, str):
             raise TypeError(f"text: expected str, got {type(text).__name__}")
+        if not text:
+            raise ValueError("text: expected at least one character, got an empty str")
         return cls(sorted(set(text)))
 
     @property
@@ -59,13 +62,7 @@ class CharTokenizer:
 
     def decode(self, ids) -> str:
         """The characters of ``ids``: a list of ints or a 1-D integer array."""
-        ids = ids.tolist() if hasattr(ids, "tolist") else list(ids)
-        for position, i in enumerate(ids):
-            if isinstance(i, bool) or not isinstance(i, numbers.Integral):
-                raise TypeError(f"ids: expected integer token ids, got {i!r} at position {position}")
-            if not 0 <= i < self.vocab_size:
-                raise ValueError(f"ids: expected ids in [0, {self.vocab_size}), "
-                                 f"got {i} at position {position}")
+        ids = check_token_ids("ids", ids, self.vocab_size)
         return "".join([self.chars[i] for i in ids])
 
     def to_dict(self) -> dict:
@@ -74,6 +71,8 @@ class CharTokenizer:
 
     @classmethod
     def from_dict(cls, d: dict) -> "CharTokenizer":
+        if not isinstance(d, dict):
+            raise TypeError(f"d: expected a tokenizer's to_dict() (a dict), got {type(d).__name__}")
         if d.get("type") != cls.kind:
             raise ValueError(f"d['type']: expected {cls.kind!r}, got {d.get('type')!r}")
         if not isinstance(d.get("chars"), str):

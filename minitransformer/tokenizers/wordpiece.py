@@ -40,13 +40,12 @@ not keep a special token whole when a zero-width character sits inside it.
 from __future__ import annotations
 
 import functools
-import numbers
 import re
 import unicodedata
 
 import numpy as np
 
-from ..validate import check_int
+from ..validate import check_flag, check_int, check_items, check_path, check_token_ids
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")   # BERT's, all but [MASK] required
 CONTINUATION = "##"          # prefix of a piece that continues a word
@@ -141,7 +140,7 @@ class WordPieceTokenizer:
     kind = "wordpiece"   # the "type" entry of to_dict, so a loader can tell tokenizers apart
 
     def __init__(self, vocab, lowercase: bool = True, max_length: int = 512):
-        vocab = list(vocab)
+        vocab = check_items("vocab", vocab)
         for i, token in enumerate(vocab):
             if not isinstance(token, str):
                 raise TypeError(f"vocab[{i}]: expected a str token, got {token!r}")
@@ -167,9 +166,17 @@ class WordPieceTokenizer:
     @classmethod
     def from_vocab_file(cls, path, lowercase: bool = True, max_length: int = 512) -> "WordPieceTokenizer":
         """A vocabulary file with one token per line, line i holding the token of id i (BERT's vocab.txt)."""
-        with open(path, encoding="utf-8") as f:
-            vocab = [line.rstrip("\n") for line in f]
-        return cls(vocab, lowercase=lowercase, max_length=max_length)
+        path = check_path("path", path)
+        try:
+            with open(path, encoding="utf-8") as f:
+                vocab = [line.rstrip("\n") for line in f]
+        except UnicodeDecodeError as err:
+            raise ValueError(f"{path}: expected a UTF-8 vocabulary file, one token a line ({err.reason} "
+                             f"at byte {err.start})") from None
+        try:
+            return cls(vocab, lowercase=lowercase, max_length=max_length)
+        except (TypeError, ValueError) as err:
+            raise type(err)(f"{path}: {err}") from None
 
     @property
     def vocab_size(self) -> int:
@@ -229,6 +236,8 @@ class WordPieceTokenizer:
         tokenizer's ``max_length``); the tokens at the end are dropped, [SEP] stays last.
         """
         max_length = self.max_length if max_length is None else check_int("max_length", max_length, low=2)
+        add_special_tokens = check_flag("add_special_tokens", add_special_tokens)
+        truncation = check_flag("truncation", truncation)
         ids = [self.ids[token] for token in self.tokenize(text)]
         if add_special_tokens:
             if truncation:
@@ -248,7 +257,7 @@ class WordPieceTokenizer:
         """
         if isinstance(texts, str):
             raise TypeError("texts: expected a list of str, got one str")
-        texts = list(texts)
+        texts = check_items("texts", texts)
         for n, t in enumerate(texts):
             if not isinstance(t, str):
                 raise TypeError(f"texts[{n}]: expected str, got {type(t).__name__}")
@@ -270,13 +279,9 @@ class WordPieceTokenizer:
         [CLS], [SEP] and [PAD] are left out unless ``skip_special_tokens`` is False;
         [UNK] and [MASK] always show, so a reader sees where text was lost.
         """
-        ids = ids.tolist() if hasattr(ids, "tolist") else list(ids)
+        skip_special_tokens = check_flag("skip_special_tokens", skip_special_tokens)
         words = []
-        for position, i in enumerate(ids):
-            if isinstance(i, bool) or not isinstance(i, numbers.Integral):
-                raise TypeError(f"ids: expected integer token ids, got {i!r} at position {position}")
-            if not 0 <= i < self.vocab_size:
-                raise ValueError(f"ids: expected ids in [0, {self.vocab_size}), got {i} at position {position}")
+        for i in check_token_ids("ids", ids, self.vocab_size):
             if skip_special_tokens and i in (self.cls_id, self.sep_id, self.pad_id):
                 continue
             token = self.vocab[i]

@@ -17,6 +17,8 @@ import zipfile
 
 import numpy as np
 
+from ..validate import check_path
+
 from ..backend import to_numpy
 
 PARAM, OPTIM, META = "param/", "optim/", "meta.json"
@@ -24,6 +26,12 @@ PARAM, OPTIM, META = "param/", "optim/", "meta.json"
 
 def save_checkpoint(path, model, *, optimizer_state: dict | None = None, meta: dict | None = None) -> None:
     """Write ``model``'s parameters, ``optimizer_state`` (name -> array or JSON-able) and ``meta``."""
+    path = check_path("path", path)
+    if not callable(getattr(model, "state_dict", None)):
+        raise TypeError(f"model: expected a Module (with state_dict()), got {type(model).__name__}")
+    for name, d in (("optimizer_state", optimizer_state), ("meta", meta)):
+        if d is not None and not isinstance(d, dict):
+            raise TypeError(f"{name}: expected a dict or None, got {type(d).__name__}")
     arrays = {PARAM + name: to_numpy(p) for name, p in model.state_dict().items()}
     optim_meta = {}
     for key, value in (optimizer_state or {}).items():
@@ -55,6 +63,7 @@ def save_checkpoint(path, model, *, optimizer_state: dict | None = None, meta: d
 
 def load_checkpoint(path) -> tuple[dict, dict, dict]:
     """Returns (parameters, optimizer_state, meta); a clear ValueError for a bad file."""
+    path = check_path("path", path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"checkpoint: no file at {path}")
     try:

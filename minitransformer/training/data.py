@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..validate import (check_choice, check_generator, check_int, check_integer_ids, check_ndim,
+from ..validate import (check_choice, check_generator, check_int, check_integer_ids, check_items, check_size, check_ndim,
                        check_number, check_probability)
 
 IGNORE_INDEX = -100
@@ -68,6 +68,8 @@ def train_val_split(ids, val_fraction: float = 0.1):
     Returns: (train, val), slices of ``ids`` (views for an array).
     """
     val_fraction = check_number("val_fraction", val_fraction, low=0.0, high=1.0, high_open=True)
+    if not (isinstance(ids, (str, list, tuple)) or getattr(ids, "ndim", None) == 1):
+        raise TypeError(f"ids: expected a sequence (a 1-D array, a list or a str), got {type(ids).__name__}")
     n_val = round(len(ids) * val_fraction)
     n_train = len(ids) - n_val
     return ids[:n_train], ids[n_train:]
@@ -123,10 +125,11 @@ def make_sequence_task(task: str, n: int, length_range, vocab: int, rng) -> Sequ
     """
     check_choice("task", task, TASKS)
     N = check_int("n", n, low=1)
-    if len(length_range) != 2:
+    if len(check_items("length_range", length_range)) != 2:
         raise ValueError(f"length_range: expected a pair (lo, hi), got {length_range!r}")
     lo = check_int("length_range[0]", length_range[0], low=1)
     S = check_int("length_range[1]", length_range[1], low=lo)
+    check_size("n, length_range", (N, S + 2))
     vocab = check_int("vocab", vocab, low=FIRST_SYMBOL + 1)
     check_generator("rng", rng)
 

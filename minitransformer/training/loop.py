@@ -71,6 +71,7 @@ class TrainingInterrupted(KeyboardInterrupt):
 
 
 # TrainConfig fields that do not change the trajectory of a run: a resume may change them freely.
+RESUME_RUN_FIELDS = ("task", "batch_size")   # meta fields compared on resume, like the train config
 RESUME_FREE_FIELDS = ("eval_interval", "eval_batches", "final_eval_batches", "log_interval",
                       "checkpoint_interval", "tune_malloc", "recompute")
 
@@ -373,6 +374,16 @@ def _differences(saved: dict, now: dict, skip=()) -> list[str]:
             for k in sorted(set(saved) | set(now)) if k not in skip and norm(saved.get(k)) != norm(now.get(k))]
 
 
+def _optimizer_differences(saved_state: dict, optimizer) -> list[str]:
+    """'optimizer X: saved vs now' for the optimizer's type and hyperparameters (betas, eps, weight decay)."""
+    if str(saved_state.get("type")) != type(optimizer).__name__:
+        raise ResumeMismatch(f"resume: optimizer: {saved_state.get('type')!r} (checkpoint) vs "
+                             f"{type(optimizer).__name__!r} (now); the optimizer cannot change on resume")
+    names = getattr(optimizer, "hyperparameters", ())
+    return [f"optimizer {d}" for d in _differences({h: saved_state.get(h) for h in names},
+                                                   {h: getattr(optimizer, h) for h in names})]
+
+
 def _restore(path, model, optimizer, batch_rng, cfg=None, meta=None, allow_config_change=False):
     params, optim_state, saved = load_checkpoint(path)
     # The architecture first: it can never change (the parameters would not fit).
@@ -393,13 +404,22 @@ def _restore(path, model, optimizer, batch_rng, cfg=None, meta=None, allow_confi
     if arch:
         raise ResumeMismatch(f"resume: the model differs from the checkpoint's in {path}: {'; '.join(arch)}; "
                              "the architecture cannot change on resume (start a new run elsewhere)")
+    diff = []
     if cfg is not None and isinstance(saved.get("train_config"), dict):
         diff = _differences(saved["train_config"], asdict(cfg), skip=RESUME_FREE_FIELDS)
-        if diff and not allow_config_change:
+    if meta:  # the run's other settings (the seq2seq task, the batch size), where both runs name them
+        both = [k for k in RESUME_RUN_FIELDS if k in meta and k in saved]
+        diff += _differences({k: saved[k] for k in both}, {k: meta[k] for k in both})
+    optim_diff = _optimizer_differences(optim_state, optimizer)
+    diff += optim_diff
+    if diff:
+        if not allow_config_change:
             why = " (changing steps changes the learning-rate schedule)" if any(d.startswith("steps:") for d in diff) else ""
             raise ResumeMismatch(f"resume: the training config differs from the checkpoint's in {path}: "
                                  f"{'; '.join(diff)}{why}; allow the change explicitly "
                                  "(--allow-config-change, allow_config_change=True) to continue anyway")
+        if optim_diff:   # allowed: the moment buffers carry over, the hyperparameters are the new ones
+            optim_state = {**optim_state, **{h: getattr(optimizer, h) for h in optimizer.hyperparameters}}
     model.load_state_dict(params)
     optimizer.load_state_dict(optim_state)
     set_generator_state(batch_rng, saved["batch_rng"])

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy
 
 from ...backend import get_xp
-from ...validate import check_same_shape
+from ...validate import check_same_shape, check_upstream
 from .. import attention as plain
 from ..attention import AttentionCache, _check_inputs, _sum_to_shape
 from ..masks import additive_mask
@@ -62,7 +62,7 @@ def attention_backward(dout, cache: AttentionCache):
     q_grouped, k_scaled, v, P, scale, bias_shape = cache[:6]
     B, n_kv_head, rT, D = q_grouped.shape
     H, T, S = P.shape[1:]
-    check_same_shape("dout", dout, (B, H, T, v.shape[-1]))
+    check_upstream("dout", dout, (B, H, T, v.shape[-1]), v.dtype)  # the forward output's shape and dtype
     P_grouped = P.reshape(B, n_kv_head, rT, S)             # (B, G, r·T, S)
     dout_grouped = dout.reshape(B, n_kv_head, rT, v.shape[-1])  # (B, G, r·T, Dv)
     xp = get_xp(dout, v)

@@ -7,7 +7,7 @@ here), and the backward turns exp(logp) into dlogits in place, why: no second
 from __future__ import annotations
 
 from ...backend import get_xp
-from ..cross_entropy import CrossEntropyCache, _check_inputs
+from ..cross_entropy import CrossEntropyCache, _check_inputs, check_dloss
 from .softmax import log_softmax_forward
 
 
@@ -33,6 +33,7 @@ def cross_entropy_backward(dloss, cache: CrossEntropyCache):
     """Twin of functional.cross_entropy.cross_entropy_backward."""
     xp = get_xp(cache.logp)
     logp, y, keep, n_kept, smoothing, shape = cache
+    dloss = check_dloss(dloss)
     V = logp.shape[-1]
     dz = xp.exp(logp)                                          # (N, V)
     dz[xp.arange(y.shape[0]), y] -= 1.0 - smoothing

@@ -16,7 +16,7 @@ import numpy
 
 from ...backend import get_xp
 from ..activations import (_C, _GELU_K, _INV_SQRT_2PI, _SQRT_HALF, _TWO_C, GELU_APPROXIMATIONS,
-                           GeluCache, _check_x, _sigmoid)
+                           GeluCache, _X_CLIP, _check_x, _sigmoid)
 from ..erf import erfc
 from ...validate import check_choice
 from .rowblocks import in_row_blocks
@@ -64,6 +64,7 @@ def _gelu_tanh_kernel(x, y, dydx):
         s += 1.0
         xp.divide(1.0, s, out=s)         # σ(2u) = 1 / (1 + exp(-2u))
     xp.multiply(x, s, out=y)             # y = x σ(2u)
+    xp.minimum(x2, _X_CLIP * _X_CLIP, out=x2)   # x² capped as the plain form clips x: no 0 · ∞ in dydx
     x2 *= 3.0 * _TWO_C * _GELU_K
     x2 += _TWO_C                         # 2u' = 2√(2/π)(1 + 3k x²), in x²'s buffer
     xp.subtract(1.0, s, out=dydx)        # 1 - σ

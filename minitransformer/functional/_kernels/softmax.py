@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ...backend import get_xp
 from ...validate import check_upstream
-from ..softmax import LogSoftmaxCache, SoftmaxCache
+from ..softmax import LogSoftmaxCache, SoftmaxCache, check_softmax_inputs
 from .reductions import row_dot, row_max, row_sum
 from .rowblocks import in_row_blocks
 
@@ -23,6 +23,7 @@ def _row_max(x, axis, xp):
 
 def softmax_forward(x, axis: int = -1):
     """Twin of functional.softmax.softmax_forward."""
+    axis = check_softmax_inputs(x, axis)
     xp = get_xp(x)
     return softmax_into(x, axis, xp.empty(x.shape, dtype=x.dtype))
 
@@ -48,6 +49,7 @@ def _softmax_kernel(x, y):
 
 def softmax_backward(dy, cache: SoftmaxCache):
     """Twin of functional.softmax.softmax_backward."""
+    check_upstream("dy", dy, cache.y.shape, cache.y.dtype)
     xp = get_xp(dy)
     return softmax_backward_into(dy, cache, xp.empty(dy.shape, dtype=dy.dtype))
 
@@ -72,6 +74,7 @@ def _softmax_backward_kernel(dy, y, dx):
 
 def log_softmax_forward(x, axis: int = -1):
     """Twin of functional.softmax.log_softmax_forward."""
+    axis = check_softmax_inputs(x, axis)
     xp = get_xp(x)
     s = x - _row_max(x, axis, xp)
     e = xp.exp(s)
