@@ -228,8 +228,6 @@ print("lecture 2: all claims check out")
 # (`lectures/_quiz.py`; `MINITRANSFORMER_QUIZ_SOLUTIONS=1` fills in the solutions).
 
 # %%
-import math
-
 from _quiz import check, summary
 
 # %% [markdown]

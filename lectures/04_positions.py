@@ -278,8 +278,6 @@ print("lecture 4: all claims check out")
 # (`lectures/_quiz.py`; `MINITRANSFORMER_QUIZ_SOLUTIONS=1` fills in the solutions).
 
 # %%
-import math
-
 from _quiz import check, summary
 
 # %% [markdown]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy
 
 from ...backend import get_xp
-from ...validate import check_same_shape, check_upstream
+from ...validate import check_upstream
 from .. import attention as plain
 from ..attention import AttentionCache, _check_inputs, _sum_to_shape
 from ..masks import additive_mask
