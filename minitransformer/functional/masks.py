@@ -119,6 +119,19 @@ def global_window_mask(T: int, window: int, global_positions, S: int | None = No
     return (j <= i) & ((j > i - window) | is_global_key | is_global_query)  # (T, S)
 
 
+def check_sparse_pattern(window, dilation: int, global_positions) -> None:
+    """A sparse pattern refines the sliding window, one pattern at a time: ValueError naming
+    ``dilation, global_positions`` unless (dilation > 1 or global positions) comes with a window
+    and not both are set."""
+    if (dilation > 1 or len(global_positions)) and window is None:
+        raise ValueError("dilation, global_positions: a sparse pattern refines the sliding window; "
+                         f"expected a window with dilation={dilation}, "
+                         f"global_positions={global_positions}, got window=None")
+    if dilation > 1 and len(global_positions):
+        raise ValueError("dilation, global_positions: expected one sparse pattern, got both "
+                         f"dilation={dilation} and global_positions={global_positions}")
+
+
 def key_padding_mask(lengths=None, S: int | None = None, *, padding=None):
     """Hide padding keys. Give exactly one of:
 

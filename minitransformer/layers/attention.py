@@ -137,13 +137,7 @@ class MultiHeadAttention(Module):
         self.dilation = check_int("dilation", dilation, low=1)
         self.global_positions = tuple(check_int(f"global_positions[{n}]", g, low=0)
                                       for n, g in enumerate(global_positions))
-        if (self.dilation > 1 or self.global_positions) and self.window is None:
-            raise ValueError("dilation, global_positions: a sparse pattern refines the sliding window; "
-                             f"expected a window with dilation={self.dilation}, "
-                             f"global_positions={self.global_positions}, got window=None")
-        if self.dilation > 1 and self.global_positions:
-            raise ValueError("dilation, global_positions: expected one sparse pattern, got both "
-                             f"dilation={self.dilation} and global_positions={self.global_positions}")
+        masks.check_sparse_pattern(self.window, self.dilation, self.global_positions)
 
     def _init_dropout(self, attn_p_drop, dropout_rng) -> None:
         """Attention dropout on P: its probability and, when it is on, its generator ``self.rng``

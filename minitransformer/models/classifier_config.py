@@ -10,15 +10,15 @@ field exactly as the text models' configs do.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 
 from ..layers.blocks import BlockSpec
 from ..validate import check_int
-from .config import TransformerConfig
+from .config import DictRoundTrip, TransformerConfig
 
 
 @dataclass
-class ClassifierConfig:
+class ClassifierConfig(DictRoundTrip):
     """The encoder trunk and the head; ViT's choices by default (pre-norm, exact GELU)."""
     n_classes: int = 2                 # K: classes of the head on the [CLS] token
     n_layer: int = 2                   # encoder blocks
@@ -50,16 +50,6 @@ class ClassifierConfig:
     def block_spec(self) -> BlockSpec:
         return self.body().block_spec()
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict):
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise ValueError(f"config: unknown fields {unknown} for {cls.__name__}")
-        return cls(**d)
 
 
 @dataclass

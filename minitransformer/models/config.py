@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import ClassVar
 
+from ..functional.masks import check_sparse_pattern
 from ..functional.rope import LAYOUTS as ROPE_LAYOUTS
 from ..functional.t5_bias import check_bucket_options
 from ..layers.activation import ACTIVATIONS
@@ -28,8 +29,23 @@ POSITIONS = ("learned", "sinusoidal", "rope", "alibi", "shaw", "t5", "none")
 RELATIVE_POSITIONS = ("shaw", "t5")      # learned inside each self-attention layer
 
 
+class DictRoundTrip:
+    """to_dict / from_dict for a config dataclass: the JSON a checkpoint stores, and back."""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict):
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(f"config: unknown fields {unknown} for {cls.__name__}")
+        return cls(**d)
+
+
 @dataclass
-class TransformerConfig:
+class TransformerConfig(DictRoundTrip):
     """The architecture fields every family shares."""
     vocab_size: int = 103              # V: number of token ids
     block_size: int = 64               # longest sequence the model accepts (positions 0..block_size-1)
@@ -104,13 +120,7 @@ class TransformerConfig:
         # a list, as JSON gives it back: a checkpoint's config round-trips unchanged
         self.global_positions = [check_int(f"global_positions[{n}]", g, low=0, high=self.block_size - 1)
                                  for n, g in enumerate(self.global_positions)]
-        if (self.dilation > 1 or self.global_positions) and self.window is None:
-            raise ValueError("dilation, global_positions: a sparse pattern refines the sliding window; "
-                             f"expected a window with dilation={self.dilation}, "
-                             f"global_positions={self.global_positions}, got window=None")
-        if self.dilation > 1 and self.global_positions:
-            raise ValueError("dilation, global_positions: expected one sparse pattern, got both "
-                             f"dilation={self.dilation} and global_positions={self.global_positions}")
+        check_sparse_pattern(self.window, self.dilation, self.global_positions)
 
     @property
     def head_dim(self) -> int:
@@ -134,16 +144,6 @@ class TransformerConfig:
         return dict(dilation=self.dilation, global_positions=tuple(self.global_positions),
                     attn_p_drop=self.attn_p_drop, rope_scale=self.rope_scale)
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict):
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise ValueError(f"config: unknown fields {unknown} for {cls.__name__}")
-        return cls(**d)
 
 
 @dataclass
