@@ -268,6 +268,21 @@ def check_path(name: str, path) -> str:
     return text
 
 
+def check_writable_dir(name: str, path) -> str:
+    """A folder we can write in, created if missing; OSError naming ``name`` (a flag such as
+    --out) when it cannot be created or written (read-only, under a file, /proc). Returns it."""
+    import os
+    import tempfile
+    path = check_path(name, path)
+    try:
+        os.makedirs(path, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as e:
+        raise OSError(f"{name}: cannot write in {path!r} ({e.strerror or e})") from None
+    return path
+
+
 def check_seed_or_generator(name: str, rng) -> None:
     """Raise unless ``rng`` is None, an integer seed >= 0, or a random Generator (NumPy's or CuPy's):
     TypeError for another type (a float, a bool, a list), ValueError for a negative seed."""

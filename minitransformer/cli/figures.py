@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from ..plots import activations, alibi, gqa, gradients, masks, positions, training
-from ..validate import check_int
+from ..validate import check_int, check_writable_dir
 from ..validate import cli_integer
 
 TEXT = "The list is sorted in place."      # the sentence of the attention maps: 28 characters
@@ -100,7 +100,7 @@ def run_figures(args) -> int:
 def _out_dir(args) -> str:
     """--out, or the repository's figures/ with --update-repo-figures, or the default folder."""
     if not args.update_repo_figures:
-        return DEFAULT_OUT if args.out is None else args.out
+        return check_writable_dir("--out", DEFAULT_OUT if args.out is None else args.out)
     if args.out is not None:
         raise ValueError(f"--update-repo-figures writes into {REPO_FIGURES}: expected no --out with it, "
                          f"got --out {args.out}")

@@ -13,12 +13,11 @@ import json
 import os
 import shlex
 import sys
-import tempfile
 
 import numpy as np
 
 from ..backend import xp_for_device
-from ..validate import cli_integer, cli_one_line_error, cli_real
+from ..validate import check_writable_dir, cli_integer, cli_one_line_error, cli_real
 from ..training.data import BOS, EOS, load_text, train_val_split
 from ..models import GPT, Encoder, EncoderConfig, GPTConfig, Seq2Seq, Seq2SeqConfig
 from ..training.tasks import LanguageModelTask, MaskedLMTask, SequenceTaskData
@@ -201,12 +200,7 @@ def _preflight(task, meta, out) -> str | None:
     split must hold one batch of the block size; the sample prompt "The " must be
     encodable (a corpus without those characters gets its own first characters).
     """
-    try:
-        os.makedirs(out, exist_ok=True)
-        with tempfile.TemporaryFile(dir=out):
-            pass
-    except OSError as e:
-        raise OSError(f"--out: cannot write in {out!r} ({e.strerror or e})") from None
+    check_writable_dir("--out", out)
     for split in ("train", "val"):
         try:
             task.batch(split, np.random.default_rng(0))

@@ -102,6 +102,9 @@ def attention_forward(q, k, v, mask=None, bias=None, *, p_drop=0.0, rng=None, tr
     scores_biased = scores if bias is None else scores + bias                             # (B, H, T, S)
     scores_masked = scores_biased if mask is None else scores_biased + additive_mask(mask, q.dtype)  # (B, H, T, S) -inf where hidden
     P, _ = softmax_forward(scores_masked, axis=-1)         # (B, H, T, S)
+    if drop_mask is not None:
+        check_bool("drop_mask", drop_mask)
+        check_same_shape("drop_mask", drop_mask, P.shape)
     P_dropped, dropout = dropout_forward(P, p_drop, rng, training, drop_mask)  # (B, H, T, S) P̃
     P_grouped = P_dropped.reshape(B, n_kv_head, r * T, S)  # (B, G, r·T, S)
     out_grouped = P_grouped @ v                            # (B, G, r·T, Dv)

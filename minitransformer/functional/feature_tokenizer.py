@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..backend import get_xp
-from ..validate import (check_dim, check_dtype_like, check_float, check_int, check_integer_ids,
+from ..validate import (check_dim, check_dtype_like, check_float, check_int, check_integer_ids, check_items,
                         check_ndim, check_upstream)
 from .embedding import EmbeddingCache, embedding_backward, embedding_forward
 
@@ -44,7 +44,7 @@ class FeatureTokenizerCache(NamedTuple):
 def category_offsets(cardinalities):
     """o_k = V_1 + ... + V_{k-1}: where column k's rows start in the one table E (a tuple)."""
     offsets, total = [], 0
-    for k, V in enumerate(cardinalities):
+    for k, V in enumerate(check_items("cardinalities", cardinalities)):
         offsets.append(total)
         total += check_int(f"cardinalities[{k}]", V, low=1)
     return tuple(offsets)

@@ -42,7 +42,7 @@ import math
 import numpy
 
 from ..backend import get_xp
-from ..validate import check_bool, check_int, check_ndim, check_same_shape, check_dtype
+from ..validate import check_bool, check_int, check_ndim, check_same_shape, check_dtype, check_items, check_size
 
 
 def query_key_positions(T: int, S: int | None = None, *, xp=numpy):
@@ -53,6 +53,7 @@ def query_key_positions(T: int, S: int | None = None, *, xp=numpy):
     """
     T = check_int("T", T, low=0)
     S = T if S is None else check_int("S", S, low=0)
+    check_size("T, S", (T, S))
     if T > S:
         raise ValueError(f"T: expected at most S={S} queries (the queries are the last T of "
                          f"the S positions), got T={T}")
@@ -111,7 +112,7 @@ def global_window_mask(T: int, window: int, global_positions, S: int | None = No
     Returns: (T, S) bool. No global positions gives sliding_window_mask(T, window, S).
     """
     window = check_int("window", window, low=1)
-    positions = [check_int(f"global_positions[{n}]", g, low=0) for n, g in enumerate(global_positions)]
+    positions = [check_int(f"global_positions[{n}]", g, low=0) for n, g in enumerate(check_items("global_positions", global_positions))]
     i, j = query_key_positions(T, S, xp=xp)                # (T, 1) absolute, (1, S)
     g = xp.asarray(positions, dtype=i.dtype)               # (n_global,)
     is_global_key = (j[..., None] == g).any(axis=-1)       # (1, S)
@@ -123,6 +124,10 @@ def check_sparse_pattern(window, dilation: int, global_positions) -> None:
     """A sparse pattern refines the sliding window, one pattern at a time: ValueError naming
     ``dilation, global_positions`` unless (dilation > 1 or global positions) comes with a window
     and not both are set."""
+    if window is not None:
+        check_int("window", window, low=1)
+    dilation = check_int("dilation", dilation, low=1)
+    global_positions = check_items("global_positions", global_positions)
     if (dilation > 1 or len(global_positions)) and window is None:
         raise ValueError("dilation, global_positions: a sparse pattern refines the sliding window; "
                          f"expected a window with dilation={dilation}, "

@@ -25,12 +25,14 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..validate import check_dim, check_float, check_int, check_ndim
+from ..validate import check_dim, check_float, check_int, check_items, check_ndim
 from .linear import LinearCache, linear_backward, linear_forward
 
 
 def check_patch_grid(name: str, H: int, W: int, p: int) -> None:
     """ValueError naming ``name`` unless an H × W image splits into whole p × p patches."""
+    H, W = check_int(f"{name} (height)", H, low=1), check_int(f"{name} (width)", W, low=1)
+    p = check_int("patch_size", p, low=1)
     if H % p or W % p:
         raise ValueError(f"{name}: expected a height and width divisible by patch_size={p}, "
                          f"got {H} x {W}")
@@ -54,7 +56,10 @@ def unpatchify(X, image_shape, patch_size: int):
     """
     check_ndim("X", X, 3, "(B, N, P)")
     p = check_int("patch_size", patch_size, low=1)
-    H, W, C_in = (check_int("image_shape", s, low=1) for s in image_shape)
+    shape = check_items("image_shape", image_shape)
+    if len(shape) != 3:
+        raise ValueError(f"image_shape: expected (H, W, C_in), got {image_shape!r}")
+    H, W, C_in = (check_int("image_shape", s, low=1) for s in shape)
     check_patch_grid("image_shape", H, W, p)
     B = X.shape[0]
     if tuple(X.shape[1:]) != ((H // p) * (W // p), p * p * C_in):

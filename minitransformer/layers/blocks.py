@@ -155,6 +155,8 @@ def _generators(module: Module) -> list:
 def set_recompute(model: Module, on: bool = True) -> int:
     """Turn activation recomputation on (or off) in every encoder and decoder block of ``model``;
     returns the number of blocks. Takes effect at the next forward."""
+    if not isinstance(model, Module):
+        raise TypeError(f"model: expected a Module, got {type(model).__name__}")
     if not isinstance(on, bool):
         raise TypeError(f"on: expected True or False, got {type(on).__name__} {on!r}")
     blocks = [m for _, m in model.named_modules() if isinstance(m, _RecomputableBlock)]

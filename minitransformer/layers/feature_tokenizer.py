@@ -8,7 +8,7 @@ from .. import init
 from ..backend import default_rng, get_xp
 from ..functional.feature_tokenizer import (category_offsets, feature_tokenizer_backward,
                                             feature_tokenizer_forward)
-from ..validate import check_int, check_number, check_size
+from ..validate import check_int, check_items, check_number, check_size
 from .linear import check_input
 from .module import Module
 
@@ -25,7 +25,7 @@ class FeatureTokenizer(Module):
                  init_std: float = 0.02, dtype=np.float32):
         super().__init__()
         n_num = check_int("n_numeric", n_numeric, low=0)
-        self.cardinalities = tuple(cardinalities)
+        self.cardinalities = tuple(check_items("cardinalities", cardinalities))
         category_offsets(self.cardinalities)                      # every V_k a positive integer
         if n_num + len(self.cardinalities) == 0:
             raise ValueError("n_numeric, cardinalities: expected at least one feature, got none")

@@ -42,16 +42,7 @@ class KVCache:
 
     def append(self, k_new, v_new):
         """Append (B, G, T, D) keys and values; returns all keys and values, (B, G, length, D) views."""
-        for name, a in (("k_new", k_new), ("v_new", v_new)):
-            check_ndim(name, a, 4, "(B, G, T, D)")
-            check_float(name, a)
-        check_same_shape("v_new", v_new[..., :1], k_new.shape[:3] + (1,))
-        check_dtype_like("v_new", v_new, k_new, "k_new")
-        if self._k is not None and (k_new.shape[:2] != self._k.shape[:2] or
-                                    k_new.shape[3] != self._k.shape[3] or k_new.dtype != self._k.dtype):
-            raise ValueError(f"kv_cache: holds keys (B, G, ·, D) = {tuple(self.k.shape)} {self._k.dtype}, "
-                             f"got new keys {tuple(k_new.shape)} {k_new.dtype}: use one cache per "
-                             "layer and per batch")
+        self._check_new(k_new, v_new)
         end = self.length + k_new.shape[2]
         if self._k is None or end > self._k.shape[2]:
             self._grow(k_new, v_new, max(end, 2 * self.length))
@@ -59,6 +50,19 @@ class KVCache:
         self._v[:, :, self.length:end] = v_new
         self.length = end
         return self.k, self.v
+
+    def _check_new(self, k_new, v_new) -> None:
+        """k_new, v_new (B, G, T, D) and (B, G, T, Dv) floating, the held keys' B, G, D and dtype."""
+        for name, a in (("k_new", k_new), ("v_new", v_new)):
+            check_ndim(name, a, 4, "(B, G, T, D)")
+            check_float(name, a)
+        check_same_shape("v_new", v_new[..., :1], k_new.shape[:3] + (1,))
+        check_dtype_like("v_new", v_new, k_new, "k_new")
+        if self._k is not None and (k_new.shape[:2] != self._k.shape[:2] or
+                                    k_new.shape[3] != self._k.shape[3] or k_new.dtype != self._k.dtype):
+            raise ValueError(f"kv_cache: holds keys (B, G, ·, D) = {tuple(self._k.shape)} {self._k.dtype}, "
+                             f"got new keys {tuple(k_new.shape)} {k_new.dtype}: use one cache per "
+                             "layer and per batch")
 
     def reorder(self, index) -> None:
         """Keep batch rows ``index`` (an integer array), e.g. the surviving beams of a beam search."""
@@ -102,12 +106,8 @@ class SinkKVCache(KVCache):
     def append(self, k_new, v_new):
         """Append (B, G, T, D) keys and values (before RoPE); returns the held ones followed by
         the new ones, (B, G, length + T, D), then keeps the sinks and the window - 1 most recent."""
+        self._check_new(k_new, v_new)
         xp = get_xp(k_new)
-        if self._k is not None and (k_new.shape[:2] != self._k.shape[:2] or k_new.shape[3] != self._k.shape[3]
-                                    or k_new.dtype != self._k.dtype):
-            raise ValueError(f"kv_cache: holds keys (B, G, ·, D) = {tuple(self._k.shape)} {self._k.dtype}, "
-                             f"got new keys {tuple(k_new.shape)} {k_new.dtype}: use one cache per "
-                             "layer and per batch")
         T = k_new.shape[2]
         new_positions = xp.arange(self.seen, self.seen + T)                  # (T,)
         if self._k is None:

@@ -31,6 +31,7 @@ from dataclasses import replace
 from ..layers.activation import GATED_ACTIVATIONS
 from .classifier_config import TabularConfig, ViTConfig
 from .config import EncoderConfig, GPTConfig, Seq2SeqConfig
+from ..validate import check_choice
 
 _BERT = dict(vocab_size=30522, block_size=512, type_vocab_size=2, p_drop=0.1, eps=1e-12, activation="gelu",
              norm_position="post", position="learned", embedding_norm=True, mlm_head=False, pooler=True)
@@ -47,8 +48,7 @@ KNOWN_POSITIONS = ("learned", "sinusoidal", "rope", "alibi", "none", "shaw", "t5
 
 def preset(name: str, **overrides):
     """The config called ``name`` (one of PRESETS), with ``overrides`` replacing fields (validated)."""
-    if name not in PRESETS:
-        raise ValueError(f"name: expected one of {tuple(PRESETS)}, got {name!r}")
+    check_choice("name", name, tuple(PRESETS))
     return replace(PRESETS[name](), **overrides)
 
 

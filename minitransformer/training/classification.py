@@ -19,6 +19,7 @@ from functools import partial
 import numpy as np
 
 from ..backend import to_device, to_numpy
+from ..layers.module import Module
 from ..models.classifier_config import TabularConfig, ViTConfig
 from ..models.tabular import TabularTransformer
 from ..models.vit import ViT
@@ -29,10 +30,12 @@ from .tables import CARDINALITIES, N_NUMERIC, make_table
 
 class ClassificationTask:
     def __init__(self, make, batch_size: int, *, n_val: int = 1000, seed: int = 0, tokens_per_example: int = 1):
+        if not callable(make):
+            raise TypeError(f"make: expected a function make(n, rng), got {type(make).__name__}")
         self.make = make
         self.batch_size = check_int("batch_size", batch_size, low=1)
         self.tokens_per_example = check_int("tokens_per_example", tokens_per_example, low=1)
-        self.val = make(check_int("n_val", n_val, low=1), np.random.default_rng([seed, 99]))
+        self.val = make(check_int("n_val", n_val, low=1), np.random.default_rng([check_int("seed", seed, low=0), 99]))
 
     def batch(self, split: str, rng):
         """(inputs..., labels): fresh for "train", rows of the held-out set for "val"."""
@@ -52,6 +55,11 @@ class ClassificationTask:
 
 def classification_accuracy(model, task: ClassificationTask, batch_size: int = 250, device="cpu") -> float:
     """The fraction of the held-out set whose argmax logit is the label (eval mode, no caches kept)."""
+    if not isinstance(model, Module):
+        raise TypeError(f"model: expected a Module, got {type(model).__name__}")
+    if not isinstance(task, ClassificationTask):
+        raise TypeError(f"task: expected a ClassificationTask, got {type(task).__name__}")
+    batch_size = check_int("batch_size", batch_size, low=1)
     was_training = model.training
     model.eval()
     hits = 0

@@ -45,6 +45,7 @@ from ..functional._kernels import fast
 from ..functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from ..optim import AdamW, clip_grad_norm, warmup_cosine_schedule
 from ..layers.blocks import set_recompute
+from ..validate import check_number
 from .perf import tune_malloc
 
 
@@ -109,7 +110,9 @@ class TrainConfig:
         for name in ("warmup_steps", "checkpoint_interval"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
                 raise ValueError(f"{name}: expected an integer >= 0, got {getattr(self, name)!r}")
-        if not math.isfinite(self.lr) or not self.lr > 0 or not 0 <= self.min_lr <= self.lr:
+        check_number("lr", self.lr, low=0.0, low_open=True, finite=True)
+        check_number("min_lr", self.min_lr, low=0.0, finite=True)
+        if not 0 <= self.min_lr <= self.lr:
             raise ValueError(f"lr, min_lr: expected 0 <= min_lr <= lr and lr > 0, got {self.lr}, {self.min_lr}")
 
 

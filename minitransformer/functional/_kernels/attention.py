@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy
 
 from ...backend import get_xp
-from ...validate import check_upstream
+from ...validate import check_flag, check_number, check_upstream
 from .. import attention as plain
 from ..attention import AttentionCache, _check_inputs, _sum_to_shape
 from ..masks import additive_mask
@@ -30,7 +30,8 @@ from .softmax import softmax_backward_into, softmax_into
 def attention_forward(q, k, v, mask=None, bias=None, *, p_drop=0.0, rng=None, training=True,
                       drop_mask=None):
     """Twin of functional.attention.attention_forward."""
-    if p_drop != 0.0 and training:                         # attention dropout: the plain form
+    p_drop = check_number("p_drop", p_drop, low=0.0, high=1.0, high_open=True)
+    if p_drop != 0.0 and check_flag("training", training):  # attention dropout: the plain form
         return plain.attention_forward(q, k, v, mask, bias, p_drop=p_drop, rng=rng, training=training,
                                        drop_mask=drop_mask)
     B, H, T, D, n_kv_head, S = _check_inputs(q, k, v, mask, bias)
