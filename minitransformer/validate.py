@@ -308,7 +308,7 @@ def check_items(name: str, value) -> list:
     (None, a number, a str, a dict, an array of another ndim)."""
     if hasattr(value, "tolist") and getattr(value, "ndim", None) == 1:
         return value.tolist()
-    if not isinstance(value, (list, tuple)):
+    if not isinstance(value, (list, tuple, range)):
         raise TypeError(f"{name}: expected a list (or a 1-D array), got {type(value).__name__} {value!r:.60}")
     return list(value)
 

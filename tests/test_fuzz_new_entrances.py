@@ -21,6 +21,35 @@ from test_fuzz_more_entrances import (FAST, _TMP, _module_backward, _module_forw
                                       assert_one_line_error, entrance, f32, ids, junk, refuses, run_cli)
 
 
+def near_misses(good):
+    """Arrays one step from ``good``: another float dtype, an int or bool array, one axis one longer
+    or shorter, one axis fewer or more, NaN/inf entries (no meaning for some, a named refusal for none)."""
+    out = [good.astype(np.float64), good.astype(np.float16), good.astype(np.int64), good > 0, good[..., :-1],
+           np.concatenate([good, good[..., :1]], axis=-1), good[None], good[0], good[..., None]]
+    if good.ndim >= 2:
+        out += [good[:, :-1], good.swapaxes(0, -1).copy()]
+    return out
+
+
+def near_miss_entrance(fn, good, keys, names=None, extra=()):
+    """fn(**good()) with one of ``keys`` replaced by a near miss of its good value."""
+    def run(d):
+        kwargs = good()
+        key = d.draw(st.sampled_from(keys))
+        kwargs[key] = d.draw(st.sampled_from(near_misses(np.asarray(kwargs[key]))))
+        refuses(lambda: fn(**kwargs), [(names or {}).get(key, key), *extra])
+    return run
+
+
+def near_miss_backward(make, inputs, dout_names=("dout", "dy", "dP", "dx", "dZ", "dT", "dpooled", "dlogits")):
+    """module.forward(*inputs()) then module.backward(a near miss of the forward output)."""
+    def run(d):
+        module = make()
+        out = module.forward(*inputs())
+        refuses(lambda: module.backward(d.draw(st.sampled_from(near_misses(np.asarray(out))))), list(dout_names))
+    return run
+
+
 # ------------------------------------------------------------------ functional pairs
 def _functional():
     yield "relative_index", entrance(shaw.relative_index, lambda: {"T": 3, "S": 4, "clip": 2})
@@ -93,6 +122,31 @@ def _module_entrances():
         names = ["x_num", "x_cat"] if name == "FeatureTokenizer" else None
         yield f"{name}.forward", _module_forward(cls, kwargs, arg, inputs, names=names)
         yield f"{name}.backward", _module_backward(cls, kwargs, inputs)
+    for name, (cls, kwargs, inputs, arg) in mods.items():
+        yield f"{name}.backward(near miss)", near_miss_backward(lambda cls=cls, kwargs=kwargs: cls(**kwargs), inputs)
+    yield "PatchEmbedding.forward(near miss)", near_miss_entrance(
+        lambda images: PatchEmbedding(2, 1, 8, rng=0).forward(images), lambda: {"images": f32(2, 4, 4, 1)},
+        ["images"])
+    yield "FeatureTokenizer.forward(near miss)", near_miss_entrance(
+        lambda x_num, x_cat: FeatureTokenizer(2, (3, 2), 4, rng=0).forward(x_num, x_cat),
+        lambda: {"x_num": f32(2, 2), "x_cat": np.array([[0, 1], [2, 0]])}, ["x_num", "x_cat"])
+    from minitransformer.layers.attention import MultiHeadAttention
+    mha = {"d_model": 8, "n_head": 2, "causal": True, "rng": 0, "relative": "shaw", "relative_clip": 2,
+           "window": 2, "dilation": 2, "attn_p_drop": 0.1, "dropout_rng": 0}
+    yield "MultiHeadAttention(shaw, dilation, attn_p_drop)", entrance(MultiHeadAttention, lambda: dict(mha),
+                                                                      extra=["dilation, global_positions"])
+    yield "MultiHeadAttention(t5, global, rope_scale)", entrance(MultiHeadAttention, lambda: {
+        "d_model": 8, "n_head": 2, "causal": True, "rng": 0, "relative": "t5", "relative_buckets": 8,
+        "relative_max_distance": 16, "window": 2, "global_positions": [0]},
+        extra=["dilation, global_positions", "relative_max_distance"])
+    yield "MultiHeadAttention(rope_scale)", entrance(MultiHeadAttention, lambda: {
+        "d_model": 8, "n_head": 2, "rope": True, "rope_scale": 2.0, "rng": 0})
+    for kind in ("shaw", "t5"):
+        kw = {"d_model": 8, "n_head": 2, "causal": True, "rng": 0, "relative": kind}
+        yield f"MultiHeadAttention({kind}).forward", _module_forward(MultiHeadAttention, kw, "x",
+                                                                     lambda: (f32(2, 3, 8),))
+        yield f"MultiHeadAttention({kind}).backward(near miss)", near_miss_backward(
+            lambda kw=kw: MultiHeadAttention(**kw), lambda: (f32(2, 3, 8),))
     grid = {"grid_height": 2, "grid_width": 3, "d_model": 4, "rng": 0}
     yield "GridPositionEmbedding()", entrance(GridPositionEmbedding, lambda: dict(grid))
     yield "GridPositionEmbedding.backward", _module_backward(GridPositionEmbedding, grid, lambda: ())
@@ -148,6 +202,29 @@ def _model_entrances():
     yield "TabularTransformer.forward", _module_forward(lambda: TabularTransformer(tab_cfg), {}, "x_num", tab_in,
                                                         names=["x_num", "x_cat"])
     yield "TabularTransformer.backward", _module_backward(lambda: TabularTransformer(tab_cfg), {}, tab_in)
+    yield "ViT.forward(near miss)", near_miss_entrance(lambda images: ViT(vit_cfg).forward(images),
+                                                       lambda: {"images": f32(2, 4, 4, 1)}, ["images"])
+    yield "ViT.backward(near miss)", near_miss_backward(lambda: ViT(vit_cfg), lambda: (f32(2, 4, 4, 1),))
+    yield "TabularTransformer.forward(near miss)", near_miss_entrance(
+        lambda x_num, x_cat: TabularTransformer(tab_cfg).forward(x_num, x_cat),
+        lambda: {"x_num": f32(2, 2), "x_cat": np.array([[0, 1], [2, 0]])}, ["x_num", "x_cat"])
+    yield "TabularTransformer.backward(near miss)", near_miss_backward(lambda: TabularTransformer(tab_cfg), tab_in)
+    for extra_cfg in ({"position": "shaw", "relative_clip": 2}, {"position": "t5", "relative_buckets": 8,
+                                                                 "relative_max_distance": 16},
+                      {"window": 2, "dilation": 2}, {"window": 2, "global_positions": [0]},
+                      {"position": "rope", "rope_scale": 2.0, "attn_p_drop": 0.1}):
+        label = ",".join(f"{k}={v}" for k, v in extra_cfg.items())
+        model = GPT(GPTConfig(**TINY, **extra_cfg), dropout_rng=0)
+        yield f"GPT({label}).forward", entrance(lambda ids, model=model: model.forward(ids),
+                                                lambda: {"ids": ids(2, 3, high=11)})
+        yield f"GPT({label}).forward(near miss)", near_miss_entrance(lambda ids, model=model: model.forward(ids),
+                                                                     lambda: {"ids": ids(2, 8, high=11)}, ["ids"])
+        yield f"GPT({label}).backward(near miss)", near_miss_backward(
+            lambda extra_cfg=extra_cfg: GPT(GPTConfig(**TINY, **extra_cfg), dropout_rng=0),
+            lambda: (ids(2, 3, high=11),))
+    from minitransformer.models import Encoder
+    enc = Encoder(EncoderConfig(**TINY, pooler=True))
+    yield "Encoder(pooler).forward", entrance(lambda ids: enc.forward(ids), lambda: {"ids": ids(2, 3, high=11)})
     yield "preset", entrance(preset, lambda: {"name": "bert-base"})
     yield "preset(overrides)", entrance(lambda n_layer, d_model: preset("transformer-base", n_layer=n_layer,
                                                                         d_model=d_model),
@@ -167,6 +244,19 @@ def _generation_entrances():
         lambda prompt_ids, cache_window, n_sink: generate(gpt, prompt_ids, 3, cache_window=cache_window,
                                                           n_sink=n_sink),
         lambda: {"prompt_ids": ids(1, 2), "cache_window": 4, "n_sink": 1})
+    others = [GPT(GPTConfig(**TINY)), GPT(GPTConfig(**TINY, position="shaw")),
+              GPT(GPTConfig(**TINY, position="t5")), GPT(GPTConfig(**TINY, position="sinusoidal"))]
+
+    def streaming_models(d):
+        model = d.draw(st.sampled_from(others))
+        refuses(lambda: streaming_nll(model, ids(1, 5), 3, 1), ["model", "position"])
+        refuses(lambda: generate(model, ids(1, 2), 3, cache_window=4, n_sink=1), ["model", "position", "cache_window"])
+    yield "streaming_nll / generate(cache_window) with positions that cannot stream", streaming_models
+    yield "generate(cache_window, strategy)", entrance(
+        lambda cache_window, n_sink, use_cache, strategy: generate(gpt, ids(1, 2), 3, strategy=strategy,
+                                                                    cache_window=cache_window, n_sink=n_sink,
+                                                                    use_cache=use_cache),
+        lambda: {"cache_window": 4, "n_sink": 0, "use_cache": True, "strategy": "beam"})
     yield "streaming_nll", entrance(streaming_nll, lambda: {"model": gpt, "ids": ids(1, 5), "window": 3,
                                                             "n_sink": 1})
 

@@ -141,7 +141,8 @@ def _check_streaming(model, cache_window, n_sink, use_cache):
     if not use_cache:
         raise ValueError(f"cache_window: a rolling cache needs use_cache=True, got use_cache=False "
                          f"with cache_window={cache_window}")
-    streaming = dict(n_sink=n_sink, window=cache_window)
+    streaming = dict(n_sink=check_int("n_sink", n_sink, low=0),
+                     window=check_int("cache_window", cache_window, low=1))
     model.new_cache(**streaming)                       # refuses learned positions, a window too large
     return streaming
 

@@ -54,7 +54,7 @@ from ..functional.rope import LAYOUTS, rope_backward, rope_forward
 from ..functional.shaw import shaw_attention_backward, shaw_attention_forward
 from ..functional.t5_bias import check_bucket_options, t5_bias_backward, t5_bias_forward
 from ..validate import (check_bool, check_broadcastable, check_choice, check_dim, check_dtype_like,
-                        check_float, check_int, check_ndim, check_number, check_same_shape)
+                        check_float, check_int, check_items, check_ndim, check_number, check_same_shape)
 from .kv_cache import KVCache, SinkKVCache
 from .module import Module
 
@@ -136,7 +136,7 @@ class MultiHeadAttention(Module):
         """The sparse pattern on top of the sliding window: dilation r, global positions."""
         self.dilation = check_int("dilation", dilation, low=1)
         self.global_positions = tuple(check_int(f"global_positions[{n}]", g, low=0)
-                                      for n, g in enumerate(global_positions))
+                                      for n, g in enumerate(check_items("global_positions", global_positions)))
         masks.check_sparse_pattern(self.window, self.dilation, self.global_positions)
 
     def _init_dropout(self, attn_p_drop, dropout_rng) -> None:

@@ -6,7 +6,7 @@ import numpy as np
 from .. import init
 from ..backend import default_rng
 from ..functional.patches import patch_embed_backward, patch_embed_forward
-from ..validate import check_int, check_number, check_size
+from ..validate import check_dim, check_int, check_number, check_size
 from .linear import check_input
 from .module import Module
 
@@ -33,6 +33,7 @@ class PatchEmbedding(Module):
     def forward(self, images):
         """images (B, H, W, C_in) floating, the weights' dtype, H and W multiples of patch_size."""
         check_input("images", images, self.W)
+        check_dim("images", images, 3, self.in_channels, "C_in, in_channels")
         Z, cache = patch_embed_forward(images, self.W, self.b, self.patch_size)
         self._save(cache, Z)
         return Z                                                  # (B, N, C)
