@@ -6,13 +6,13 @@ new models, configs and presets, recomputation, the training helpers and the new
 Same mechanism as tests/test_fuzz_more_entrances.py (its helpers are reused): each entrance names
 its arguments and a good value for each; Hypothesis replaces one or two by a malformed value and
 only a ValueError/TypeError naming a replaced argument may come out; the CLI exits 2 with one line
-naming the flag.
+naming the flag. FUZZ_EXAMPLES=N (environment) draws N examples per entrance instead of 15.
 """
 import os
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minitransformer.functional import _kernels, attention, cls_token, feature_tokenizer, grid_positions, masks
@@ -190,6 +190,9 @@ def _model_entrances():
     yield from _config_fields(ViTConfig, {**CLASSIFIER, "image_size": 4, "patch_size": 2},
                               ["image_size", "patch_size", "in_channels", "n_classes"], extra=["image_size"])
     yield from _config_fields(TabularConfig, CLASSIFIER, ["n_numeric", "cardinalities", "n_classes"])
+    yield from _config_fields(ViTConfig, {**CLASSIFIER, "image_size": 4, "patch_size": 2},
+                              ["d_ff", "norm", "norm_position", "eps", "activation", "p_drop", "bias", "init_std",
+                               "n_layer", "n_head", "d_model"], extra=["d_model", "n_head"])
     yield from _config_fields(TrainConfig, {}, ["recompute"])
     vit_cfg = ViTConfig(**CLASSIFIER, image_size=4, patch_size=2)
     tab_cfg = TabularConfig(**CLASSIFIER, n_numeric=2, cardinalities=(3, 2))
@@ -311,6 +314,17 @@ def _cli_new_flags(d):
     assert_one_line_error(argv, code, err, None if case == "recompute" else flag)
 
 
+def _cli_text_flags_for_classifiers(d):
+    """vit and tabular train on generated data: a text flag (or --task, --position) is refused by name."""
+    model = d.draw(st.sampled_from(["vit", "tabular"]))
+    flag, value = d.draw(st.sampled_from([("--data", os.path.join(_tmp(), "no_such.txt")), ("--tokenizer", "bpe"),
+                                          ("--vocab-size", "300"), ("--block-size", "8"), ("--task", "lm"),
+                                          ("--position", "rope")]))
+    argv = ["train", "--model", model, "--steps", "1", "--out", os.path.join(_tmp(), "cli_cls"), flag, value]
+    code, _, err = run_cli(argv)
+    assert_one_line_error(argv, code, err, flag)
+
+
 def _flags(command):
     from minitransformer import cli
     sub = next(a for a in cli._parser()._actions if a.__class__.__name__ == "_SubParsersAction")
@@ -343,11 +357,12 @@ for _name, _run in [*_functional(), *_module_entrances(), *_model_entrances(), *
                     *_training_entrances()]:
     ENTRANCES[_name] = _run
 ENTRANCES["cli train vit|tabular|shaw|t5|recompute, generate (bad flags)"] = _cli_new_flags
+ENTRANCES["cli train vit|tabular with a text flag"] = _cli_text_flags_for_classifiers
 ENTRANCES["cli figures --out unwritable, --update-repo-figures with --out"] = _cli_figures
 
 
 @pytest.mark.parametrize("name", sorted(ENTRANCES))
-@FAST
+@settings(FAST, max_examples=int(os.environ.get("FUZZ_EXAMPLES", FAST.max_examples)))   # FUZZ_EXAMPLES=300: a longer hunt
 @given(data=st.data())
 def test_new_entrance_refuses_with_a_named_error(name, data):
     cwd = os.getcwd()

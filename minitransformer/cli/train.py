@@ -26,6 +26,7 @@ from ..training.loop import ResumeMismatch, TrainConfig, TrainingDiverged, Train
 SEQ_VOCAB = 16          # PAD, BOS, EOS and 13 symbols for the synthetic tasks
 SEQ_LENGTHS = (4, 12)   # source lengths of the synthetic tasks
 CLASSIFIERS = ("vit", "tabular")   # families trained on generated examples, reported by accuracy
+TEXT_FLAGS = {"data": None, "tokenizer": "char", "vocab_size": 512, "block_size": 64}   # the text's flags, defaults
 
 
 _integer, _real, _one_line_error = cli_integer, cli_real, cli_one_line_error   # validate.py's, shared by every command
@@ -38,12 +39,12 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="model family (default: gpt)")
     p.add_argument("--task", choices=("lm", "copy", "reverse", "sort", "mlm"), default=None,
                    help="gpt: lm; seq2seq: copy | reverse | sort (default reverse); encoder: mlm")
-    p.add_argument("--data", default=None, help="a UTF-8 text file (default: Python's own help topics)")
-    p.add_argument("--tokenizer", choices=("char", "bpe"), default="char", help="text tokenizer (default: char)")
-    p.add_argument("--vocab-size", type=_integer(1), default=512, help="BPE vocabulary size (with --tokenizer bpe)")
+    p.add_argument("--data", default=TEXT_FLAGS["data"], help="a UTF-8 text file (default: Python's own help topics)")
+    p.add_argument("--tokenizer", choices=("char", "bpe"), default=TEXT_FLAGS["tokenizer"], help="text tokenizer (default: char)")
+    p.add_argument("--vocab-size", type=_integer(1), default=TEXT_FLAGS["vocab_size"], help="BPE vocabulary size (with --tokenizer bpe)")
     p.add_argument("--steps", type=_integer(1), default=None, help="optimizer steps (default: 2000 gpt, 800 seq2seq, 1000 mlm, 1500 vit, tabular)")
     p.add_argument("--batch-size", type=_integer(1), default=None, help="sequences per step (default: 12; seq2seq, vit, tabular 64)")
-    p.add_argument("--block-size", type=_integer(1), default=64, help="context length in tokens (default: 64)")
+    p.add_argument("--block-size", type=_integer(1), default=TEXT_FLAGS["block_size"], help="context length in tokens (default: 64)")
     p.add_argument("--n-layer", type=_integer(1), default=None, help="blocks per stack (default: 4; seq2seq, vit, tabular 2)")
     p.add_argument("--n-head", type=_integer(1), default=4, help="attention heads (default: 4)")
     p.add_argument("--d-model", type=_integer(1), default=None,
@@ -117,6 +118,11 @@ def _build_classifier(args, batch, cfg):
     if args.task is not None:
         raise ValueError(f"--task: {args.model} trains on its own generated data and takes no --task, "
                          f"got {args.task!r}")
+    for name, default in TEXT_FLAGS.items():
+        if getattr(args, name) != default:
+            flag = "--" + name.replace("_", "-")
+            raise ValueError(f"{flag}: {args.model} trains on its own generated data, not on text, and takes "
+                             f"no {flag}, got {getattr(args, name)!r}")
     if args.position is not None:
         raise ValueError(f"--position: {args.model} has its own positions (vit: row + column; tabular: none), "
                          f"got {args.position!r}")
