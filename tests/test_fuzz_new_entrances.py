@@ -132,15 +132,15 @@ def _module_entrances():
         lambda: {"x_num": f32(2, 2), "x_cat": np.array([[0, 1], [2, 0]])}, ["x_num", "x_cat"])
     from minitransformer.layers.attention import MultiHeadAttention
     mha = {"d_model": 8, "n_head": 2, "causal": True, "rng": 0, "relative": "shaw", "relative_clip": 2,
-           "window": 2, "dilation": 2, "attn_p_drop": 0.1, "dropout_rng": 0}
-    yield "MultiHeadAttention(shaw, dilation, attn_p_drop)", entrance(MultiHeadAttention, lambda: dict(mha),
+           "window": 2, "dilation": 2}
+    yield "MultiHeadAttention(shaw, dilation)", entrance(MultiHeadAttention, lambda: dict(mha),
                                                                       extra=["dilation, global_positions"])
-    yield "MultiHeadAttention(t5, global, rope_scale)", entrance(MultiHeadAttention, lambda: {
+    yield "MultiHeadAttention(t5, global)", entrance(MultiHeadAttention, lambda: {
         "d_model": 8, "n_head": 2, "causal": True, "rng": 0, "relative": "t5", "relative_buckets": 8,
         "relative_max_distance": 16, "window": 2, "global_positions": [0]},
         extra=["dilation, global_positions", "relative_max_distance"])
-    yield "MultiHeadAttention(rope_scale)", entrance(MultiHeadAttention, lambda: {
-        "d_model": 8, "n_head": 2, "rope": True, "rope_scale": 2.0, "rng": 0})
+    yield "MultiHeadAttention(rope_scale, attn_p_drop)", entrance(MultiHeadAttention, lambda: {
+        "d_model": 8, "n_head": 2, "rope": True, "rope_scale": 2.0, "rng": 0, "attn_p_drop": 0.1, "dropout_rng": 0})
     for kind in ("shaw", "t5"):
         kw = {"d_model": 8, "n_head": 2, "causal": True, "rng": 0, "relative": kind}
         yield f"MultiHeadAttention({kind}).forward", _module_forward(MultiHeadAttention, kw, "x",
@@ -282,7 +282,7 @@ def _training_entrances():
     yield "classification_accuracy", entrance(classification.classification_accuracy, lambda: {
         "model": model, "task": task, "batch_size": 2, "device": "cpu"})
     yield "train_char_gpt", entrance(context.train_char_gpt, lambda: {"steps": 1, "seed": 0, "batch_size": 2,
-                                                                      "lr": 1e-3, "text": "abcabcabcabcabcabc",
+                                                                      "lr": 1e-3, "text": "abcab" * 40,
                                                                       "n_layer": 1, "d_model": 8, "n_head": 2,
                                                                       "block_size": 4})
     gpt = GPT(GPTConfig(**TINY, position="rope"))

@@ -58,7 +58,7 @@ import numpy as np
 from ..backend import device_of, to_device, to_numpy
 from ..functional.softmax import log_softmax_forward, softmax_forward
 from ..models import GPT, Seq2Seq
-from ..validate import (check_choice, check_float, check_generator, check_int, check_integer_ids,
+from ..validate import (check_choice, check_flag, check_float, check_generator, check_int, check_integer_ids,
                        check_ndim, check_number)
 
 STRATEGIES = ("greedy", "sample", "beam")
@@ -118,6 +118,7 @@ def generate(model, prompt_ids, max_new_tokens, strategy="greedy", temperature=1
     eos_id = _check_eos(eos_id, config.vocab_size)
     _check_trace(trace)
     T0 = prompt.shape[1]
+    use_cache = check_flag("use_cache", use_cache)
     streaming = _check_streaming(model, cache_window, n_sink, use_cache)
     if use_cache:
         if T0 > config.block_size:
@@ -143,6 +144,10 @@ def _check_streaming(model, cache_window, n_sink, use_cache):
                          f"with cache_window={cache_window}")
     streaming = dict(n_sink=check_int("n_sink", n_sink, low=0),
                      window=check_int("cache_window", cache_window, low=1))
+    block_size = model.config.block_size
+    if streaming["n_sink"] + streaming["window"] > block_size:
+        raise ValueError(f"cache_window: the cache slots n_sink + cache_window must fit block_size={block_size}, "
+                         f"got n_sink={n_sink} + cache_window={cache_window}")
     model.new_cache(**streaming)                       # refuses learned positions, a window too large
     return streaming
 

@@ -54,7 +54,8 @@ from ..functional.rope import LAYOUTS, rope_backward, rope_forward
 from ..functional.shaw import shaw_attention_backward, shaw_attention_forward
 from ..functional.t5_bias import check_bucket_options, t5_bias_backward, t5_bias_forward
 from ..validate import (check_bool, check_broadcastable, check_choice, check_dim, check_dtype_like,
-                        check_float, check_int, check_items, check_ndim, check_number, check_same_shape)
+                        check_flag, check_float, check_int, check_items, check_ndim, check_number, check_same_shape,
+                        check_seed_or_generator, check_size)
 from .kv_cache import KVCache, SinkKVCache
 from .module import Module
 
@@ -96,6 +97,8 @@ class MultiHeadAttention(Module):
         C = check_int("d_model", d_model, low=1)
         H = check_int("n_head", n_head, low=1)
         G = H if n_kv_head is None else check_int("n_kv_head", n_kv_head, low=1)
+        causal, cross, rope, alibi, bias = (check_flag(name, value) for name, value in (
+            ("causal", causal), ("cross", cross), ("rope", rope), ("alibi", alibi), ("bias", bias)))
         self._check_config(C, H, G, causal, cross, rope, rope_layout, alibi, window)
         self.n_head, self.n_kv_head, self.head_dim = H, G, C // H
         self.causal, self.cross, self.window = causal, cross, window
@@ -146,6 +149,7 @@ class MultiHeadAttention(Module):
         if self.attn_p_drop > 0 and self.relative == "shaw":
             raise ValueError("attn_p_drop: Shaw relative attention has no attention dropout; expected 0 "
                              f"with relative='shaw', got {self.attn_p_drop}")
+        check_seed_or_generator("dropout_rng", dropout_rng)
         self.rng = default_rng(dropout_rng) if self.attn_p_drop > 0 else None
 
     def _init_params(self, C, H, G, bias, rng, init_std, out_std, dtype):
@@ -155,6 +159,7 @@ class MultiHeadAttention(Module):
         blocks = [("W_q", "b_q", H * D), ("W_kv", "b_kv", 2 * G * D)] if self.cross else \
                  [("W_qkv", "b_qkv", (H + 2 * G) * D)]
         for W_name, b_name, width in blocks:
+            check_size("d_model, n_head, n_kv_head", (C, width))
             self.add_param(W_name, init.normal(rng, (C, width), init_std, dtype))
             if bias:
                 self.add_param(b_name, init.zeros(width, dtype))

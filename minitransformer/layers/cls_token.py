@@ -6,7 +6,7 @@ import numpy as np
 from .. import init
 from ..backend import default_rng
 from ..functional.cls_token import prepend_cls_backward, prepend_cls_forward
-from ..validate import check_int, check_number
+from ..validate import check_int, check_number, check_size
 from .module import Module
 
 
@@ -16,6 +16,7 @@ class ClsToken(Module):
     def __init__(self, d_model: int, *, rng=None, init_std: float = 0.02, dtype=np.float32):
         super().__init__()
         d_model = check_int("d_model", d_model, low=1)
+        check_size("d_model", (d_model,))
         init_std = check_number("init_std", init_std, low=0.0, finite=True)
         self.add_param("cls", init.normal(default_rng(rng), (d_model,), init_std, dtype))
 

@@ -16,7 +16,7 @@ from ..functional.t5_bias import check_bucket_options
 from ..layers.activation import ACTIVATIONS
 from ..layers.blocks import BlockSpec
 from ..layers.norm import NORMS
-from ..validate import check_choice, check_int, check_number
+from ..validate import check_choice, check_int, check_items, check_number
 
 NORM_POSITIONS = ("pre", "post")
 
@@ -114,12 +114,9 @@ class TransformerConfig(DictRoundTrip):
         if self.rope_scale != 1.0 and self.position != "rope":
             raise ValueError(f"rope_scale: position interpolation scales RoPE's angles; expected "
                              f"position='rope' with rope_scale={self.rope_scale}, got position={self.position!r}")
-        if isinstance(self.global_positions, (str, bytes)) or not hasattr(self.global_positions, "__iter__"):
-            raise TypeError(f"global_positions: expected a sequence of positions, "
-                            f"got {type(self.global_positions).__name__} {self.global_positions!r}")
         # a list, as JSON gives it back: a checkpoint's config round-trips unchanged
         self.global_positions = [check_int(f"global_positions[{n}]", g, low=0, high=self.block_size - 1)
-                                 for n, g in enumerate(self.global_positions)]
+                                 for n, g in enumerate(check_items("global_positions", self.global_positions))]
         check_sparse_pattern(self.window, self.dilation, self.global_positions)
 
     @property

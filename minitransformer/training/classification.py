@@ -23,7 +23,7 @@ from ..layers.module import Module
 from ..models.classifier_config import TabularConfig, ViTConfig
 from ..models.tabular import TabularTransformer
 from ..models.vit import ViT
-from ..validate import check_int
+from ..validate import check_int, check_size
 from .shapes import SHAPES, draw_shapes
 from .tables import CARDINALITIES, N_NUMERIC, make_table
 
@@ -35,7 +35,9 @@ class ClassificationTask:
         self.make = make
         self.batch_size = check_int("batch_size", batch_size, low=1)
         self.tokens_per_example = check_int("tokens_per_example", tokens_per_example, low=1)
-        self.val = make(check_int("n_val", n_val, low=1), np.random.default_rng([check_int("seed", seed, low=0), 99]))
+        n_val = check_int("n_val", n_val, low=1)
+        check_size("n_val", (n_val, self.tokens_per_example))
+        self.val = make(n_val, np.random.default_rng([check_int("seed", seed, low=0), 99]))
 
     def batch(self, split: str, rng):
         """(inputs..., labels): fresh for "train", rows of the held-out set for "val"."""

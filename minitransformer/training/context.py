@@ -39,7 +39,10 @@ def train_char_gpt(steps: int, *, seed: int = 0, batch_size: int = 16, lr: float
     tokenizer = CharTokenizer.from_text(text)
     ids = np.asarray(tokenizer.encode(text), dtype=np.int64)
     train_ids, val_ids = train_val_split(ids)
-    model = GPT(GPTConfig(vocab_size=tokenizer.vocab_size, **config), rng=seed)
+    model = GPT(GPTConfig(vocab_size=tokenizer.vocab_size, **config), rng=check_int("seed", seed, low=0))
+    if len(val_ids) <= model.config.block_size:
+        raise ValueError(f"text: the last 10 % (the validation split) must hold block_size + 1 = "
+                         f"{model.config.block_size + 1} characters, got {len(val_ids)} of {len(ids)}")
     task = LanguageModelTask(train_ids, val_ids, model.config.block_size, batch_size)
     cfg = TrainConfig(steps=steps, lr=lr, warmup_steps=min(20, steps), eval_interval=steps,
                       eval_batches=1, final_eval_batches=1, log_interval=steps, seed=seed)
