@@ -121,7 +121,7 @@ def test_pattern_config_round_trip_and_errors():
         GPTConfig(**TINY, window=2, dilation=2, global_positions=(0,))
     with pytest.raises(ValueError, match=r"global_positions\[0\]: expected an integer in \[0, 7\]"):
         GPTConfig(**TINY, window=2, global_positions=(9,))
-    with pytest.raises(TypeError, match="global_positions: expected a sequence"):
+    with pytest.raises(TypeError, match="global_positions: expected a list"):
         GPTConfig(**TINY, window=2, global_positions=3)
     with pytest.raises(ValueError, match="dilation: expected an integer in \\[1"):
         MultiHeadAttention(8, 2, causal=True, window=2, dilation=0)
@@ -355,7 +355,8 @@ def test_rolling_cache_refusals_are_clear():
     prompt = np.array([[1, 2, 3]])
     with pytest.raises(ValueError, match="learned absolute positions cannot go past block_size=8"):
         generate(_streaming_model("learned"), prompt, 10, cache_window=4)
-    with pytest.raises(ValueError, match="n_sink \\+ window must fit block_size=8, got n_sink=4 \\+ window=6"):
+    with pytest.raises(ValueError, match="cache_window: the cache slots n_sink \\+ cache_window must fit "
+                                         "block_size=8, got n_sink=4 \\+ cache_window=6"):
         generate(_streaming_model("rope"), prompt, 10, cache_window=6, n_sink=4)
     with pytest.raises(ValueError, match="cache_window: a rolling cache needs use_cache=True"):
         generate(_streaming_model("rope"), prompt, 10, cache_window=4, use_cache=False)
