@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minitransformer.functional import _kernels, attention, cls_token, feature_tokenizer, grid_positions, masks
+from minitransformer.functional import attention, cls_token, feature_tokenizer, grid_positions, masks
 from minitransformer.functional import patches, pooler, rope, shaw, t5_bias
-from test_fuzz_more_entrances import (FAST, _TMP, _module_backward, _module_forward, _pair, _tmp,
+from test_fuzz_more_entrances import (FAST, _module_backward, _module_forward, _pair, _tmp,
                                       assert_one_line_error, entrance, f32, ids, junk, refuses, run_cli)
 
 
