@@ -36,7 +36,7 @@ class ClassificationTask:
         self.batch_size = check_int("batch_size", batch_size, low=1)
         self.tokens_per_example = check_int("tokens_per_example", tokens_per_example, low=1)
         n_val = check_int("n_val", n_val, low=1)
-        check_size("n_val", (n_val, self.tokens_per_example))
+        check_size("n_val", (n_val,))
         self.val = make(n_val, np.random.default_rng([check_int("seed", seed, low=0), 99]))
 
     def batch(self, split: str, rng):
