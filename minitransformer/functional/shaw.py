@@ -39,7 +39,7 @@ lets NumPy hand them to BLAS (about 15x faster than its default loop at B=12, H=
 T=64, D=32).
 
 Grouped-query heads: k and v may have G <= H kv heads (H % G == 0); query head h
-reads kv head h // (H / G). They are repeated to H heads for the products and
+reads kv head h // (H / G). When G < H they are repeated to H heads for the products and
 their gradients summed back over each group.
 
 Shapes: B batch, H query heads, G kv heads, T queries, S keys, D head dim, Dv value
@@ -52,7 +52,7 @@ from typing import NamedTuple
 import numpy
 
 from ..backend import get_xp
-from ..validate import check_dim, check_dtype_like, check_float, check_int, check_ndim
+from ..validate import check_dim, check_dtype_like, check_float, check_int, check_ndim, check_upstream
 from .attention import _check_inputs
 from .embedding import embedding_backward, embedding_forward
 from .masks import additive_mask, query_key_positions
@@ -109,8 +109,7 @@ def shaw_attention_forward(q, k, v, table_K, table_V, mask=None):
     r = relative_index(T, S, clip, xp=xp)                  # (T, S) rows of the tables
     a_K, lookup_K = embedding_forward(r, table_K)          # (T, S, D)
     a_V, lookup_V = embedding_forward(r, table_V)          # (T, S, Dv)
-    k_heads = xp.repeat(k, H // n_kv_head, axis=1)         # (B, H, S, D) head h reads kv head h // (H/G)
-    v_heads = xp.repeat(v, H // n_kv_head, axis=1)         # (B, H, S, Dv)
+    k_heads, v_heads = _repeat_groups(k, v, H, xp)         # (B, H, S, D), (B, H, S, Dv)
     scale = D ** -0.5                                      # 1/√D
     content = q @ k_heads.swapaxes(-1, -2)                 # (B, H, T, S) q_i · k_j
     position = xp.einsum("bhtd,tsd->bhts", q, a_K, optimize=True)  # (B, H, T, S) q_i · a^K_ij
@@ -130,10 +129,7 @@ def shaw_attention_backward(do, cache: ShawCache):
     """
     xp = get_xp(do)
     q, k_heads, v_heads, a_K, a_V, P, lookup_K, lookup_V, n_kv_head, scale = cache
-    check_ndim("do", do, 4, "(B, H, T, Dv)")
-    check_dtype_like("do", do, q, "the forward's q")
-    for axis, size in enumerate(P.shape[:3] + v_heads.shape[-1:]):
-        check_dim("do", do, axis, size, "the forward output's (B, H, T, Dv)")
+    check_upstream("do", do, P.shape[:3] + v_heads.shape[-1:], q.dtype)  # (B, H, T, Dv)
     dv_heads = P.swapaxes(-1, -2) @ do                     # (B, H, S, Dv)  reverses: o = P v_heads + ...
     dP = do @ v_heads.swapaxes(-1, -2) + xp.einsum("bhtd,tsd->bhts", do, a_V, optimize=True)  # (B, H, T, S)
     da_V = xp.einsum("bhts,bhtd->tsd", P, do, optimize=True)       # (T, S, Dv)     reverses: ... + Σ_j P_ij a^V_ij
@@ -149,9 +145,19 @@ def shaw_attention_backward(do, cache: ShawCache):
     return dq, dk, dv, dtable_K, dtable_V
 
 
+def _repeat_groups(k, v, H: int, xp):
+    """k, v (B, G, S, ·) -> (B, H, S, ·): query head h reads kv head h // (H/G); no copy when G = H."""
+    G = k.shape[1]
+    if G == H:
+        return k, v
+    return xp.repeat(k, H // G, axis=1), xp.repeat(v, H // G, axis=1)
+
+
 def _sum_groups(d_heads, n_kv_head: int):
     """(B, H, S, D) -> (B, G, S, D): the gradient of xp.repeat(x, H // G, axis=1) sums each group."""
     B, H, S, D = d_heads.shape
+    if n_kv_head == H:
+        return d_heads
     return d_heads.reshape(B, n_kv_head, H // n_kv_head, S, D).sum(axis=2)
 
 
