@@ -13,6 +13,10 @@ dv side by side into one (B, T, H + 2G, D) buffer (the fused W_qkv's columns). T
 (B, H, T, D) results are views of those buffers, so merge_heads (heads.py here)
 is a reshape instead of a copy; a matrix product writes through such a view
 (ldc = H·D) at no extra cost.
+
+Under a causal-shaped mask, from T = 256 queries on (r = 1, no bias), the work runs in
+blocks of query rows that skip the keys past each block's causal edge
+(attention_blocks.py); the backward does the same whenever P is exactly 0 there.
 """
 from __future__ import annotations
 
@@ -24,6 +28,8 @@ from .. import attention as plain
 from ..attention import AttentionCache, _check_inputs, _sum_to_shape
 from ..masks import additive_mask
 from ..softmax import SoftmaxCache
+from .attention_blocks import (blocked_backward, blocked_forward, mask_hides_past_edges, probs_zero_past_edges,
+                               query_blocks)
 from .softmax import softmax_backward_into, softmax_into
 
 
@@ -36,6 +42,9 @@ def attention_forward(q, k, v, mask=None, bias=None, *, p_drop=0.0, rng=None, tr
                                        drop_mask=drop_mask)
     B, H, T, D, n_kv_head, S = _check_inputs(q, k, v, mask, bias)
     r = H // n_kv_head                                     # query heads per kv head
+    blocks = query_blocks(T, S) if r == 1 and bias is None and type(q) is numpy.ndarray else None
+    if blocks is not None and mask_hides_past_edges(mask, blocks):
+        return _forward_in_blocks(q, k, v, mask, blocks)  # causal-shaped mask: skip the hidden keys
     q_grouped = q.reshape(B, n_kv_head, r * T, D)          # (B, G, r·T, D)
     scale = D ** -0.5
     k_scaled = k * scale                                   # (B, G, S, D)
@@ -64,6 +73,9 @@ def attention_backward(dout, cache: AttentionCache):
     B, n_kv_head, rT, D = q_grouped.shape
     H, T, S = P.shape[1:]
     check_upstream("dout", dout, (B, H, T, v.shape[-1]), v.dtype)  # the forward output's shape and dtype
+    blocks = query_blocks(T, S) if rT == T and bias_shape is None and type(P) is numpy.ndarray else None
+    if blocks is not None and probs_zero_past_edges(P, blocks):
+        return _backward_in_blocks(dout, cache, blocks)    # P = 0 past the causal edges: skip those keys
     P_grouped = P.reshape(B, n_kv_head, rT, S)             # (B, G, r·T, S)
     dout_grouped = dout.reshape(B, n_kv_head, rT, v.shape[-1])  # (B, G, r·T, Dv)
     xp = get_xp(dout, v)
@@ -81,6 +93,30 @@ def attention_backward(dout, cache: AttentionCache):
     dk = xp.matmul(dscores.swapaxes(-1, -2), q_grouped, out=dk)   # (B, G, S, D)
     dk *= scale
     return (dq, dk, dv) if dbias is None else (dq, dk, dv, dbias)
+
+
+def _forward_in_blocks(q, k, v, mask, blocks):
+    """attention_forward for r = 1, no bias, a mask with a causal shape: the work in query
+    blocks that skip the hidden keys (attention_blocks.py), out in the merged-heads layout."""
+    B, H, T, D = q.shape
+    S, Dv = k.shape[2], v.shape[-1]
+    scale = D ** -0.5
+    k_scaled = k * scale                                   # (B, H, S, D)
+    P = numpy.empty((B, H, T, S), dtype=q.dtype)           # (B, H, T, S) written block by block
+    out = numpy.empty((B, T, H, Dv), dtype=q.dtype).transpose(0, 2, 1, 3)   # (B, H, T, Dv) view
+    blocked_forward(q, k_scaled, v, additive_mask(mask, q.dtype), blocks, out, P)
+    return out, AttentionCache(q, k_scaled, v, P, scale, None)
+
+
+def _backward_in_blocks(dout, cache, blocks):
+    """attention_backward for r = 1, no bias, P = 0 past the blocks' causal edges: the same blocks."""
+    q, k_scaled, v, P, scale = cache[:5]
+    dq, dk, dv = _gradient_buffers(q, k_scaled, v, q.shape[1], q.shape[2])
+    if dq is None:
+        dq, dk, dv = (numpy.empty(a.shape, dtype=a.dtype) for a in (q, k_scaled, v))
+    blocked_backward(dout, q, k_scaled, v, P, blocks, dq, dk, dv)
+    dk *= scale                                            # dK = dscoresᵀ Q / √D
+    return dq, dk, dv
 
 
 def _gradient_buffers(q_grouped, k_scaled, v, H, T):
