@@ -61,8 +61,10 @@ def mask_hides_past_edges(mask, blocks) -> bool:
 def probs_zero_past_edges(P, blocks) -> bool:
     """Whether P (B, H, T, S) is exactly 0 past every block's edge, whatever made it so (a mask, or
     exp underflow): then those entries add nothing to any gradient and the backward may skip them.
-    One max per block over the skipped part (P >= 0; a NaN fails the test)."""
-    return all(P[:, :, r0:r1, end:].max(initial=0.0) == 0 for r0, r1, end in blocks)
+    One max per block over the skipped part (P >= 0; a NaN fails the test), after one over the
+    block's first row: a P without zeros there (no causal mask) fails at that small test."""
+    return all(P[:, :, r0, end:].max(initial=0.0) == 0 and P[:, :, r0:r1, end:].max(initial=0.0) == 0
+               for r0, r1, end in blocks)
 
 
 def blocked_forward(q, k_scaled, v, additive, blocks, out, P):
