@@ -45,6 +45,8 @@ def test_masks_without_a_causal_shape_take_the_whole_path(monkeypatch):
     assert not attention_blocks.mask_hides_past_edges(np.ones((8, 8), bool), blocks)      # bidirectional
     assert not attention_blocks.mask_hides_past_edges(np.ones((2, 1, 1, 8), bool), blocks)  # padding only
     assert not attention_blocks.mask_hides_past_edges(None, blocks)
+    rows_only = np.arange(8)[:, None] % 2 == 0                     # (T, 1): even queries see every key
+    assert not attention_blocks.mask_hides_past_edges(rows_only, blocks)
     P = np.tril(np.ones((1, 1, 8, 8)))
     assert attention_blocks.probs_zero_past_edges(P, blocks)
     P[0, 0, 1, 2] = 1e-30                                          # one entry past the first edge

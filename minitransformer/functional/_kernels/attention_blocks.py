@@ -54,7 +54,9 @@ def mask_hides_past_edges(mask, blocks) -> bool:
     key past the block's edge: causal and sliding-window masks do, with or without key padding."""
     if mask is None or mask.ndim < 2 or mask.shape[-2] == 1:
         return False                                                 # no row structure: padding at most
+    S = blocks[-1][2]                                                # the last block's edge is the last key
     visible = mask.reshape((-1,) + mask.shape[-2:]).any(axis=0)      # (T, S or 1) any batch row or head
+    visible = numpy.broadcast_to(visible, (visible.shape[0], S))     # (T, S) a mask of one column too
     return not any(visible[r0:r1, end:].any() for r0, r1, end in blocks)
 
 
