@@ -23,7 +23,9 @@ processes because in one process each library's idle worker threads keep spinnin
 on the cores for a while after its last call (OpenBLAS's, OpenMP's), measured to
 slow the other library's next step by up to 1.6x. Reported per config: median and
 min ms per step of each over all rounds, ``ratio`` = NumPy median / PyTorch median
-(and ``ratio_min`` of the minima).
+(and ``ratio_min`` of the minima), and ``ratio_paired``: the median over the rounds of
+each round's ratio (its two processes ran back to back), which a drift of the machine
+between rounds moves least.
 
 Memory: ``peak_rss_mb`` = VmHWM after the steps minus VmRSS after the imports (before
 the model is built), the largest over the rounds: parameters, gradients, optimizer
@@ -148,12 +150,16 @@ def compare(name: str, steps: int, warmup: int, rounds: int, env, malloc: bool =
     import numpy as np
     ms = {"numpy": [], "torch": []}
     rss = {"numpy": 0.0, "torch": 0.0}
+    round_ratios = []                       # NumPy's median / PyTorch's median, per round (back to back)
     for r in range(rounds):
+        round_median = {}
         for lib in (("numpy", "torch") if r % 2 == 0 else ("torch", "numpy")):
             extra = ([] if malloc else ["--no-malloc"]) + (["--recompute"] if recompute else [])
             out = _subprocess(["--run", name, lib, "--steps", str(steps), "--warmup", str(warmup)] + extra, env)
             ms[lib] += out["ms"]
             rss[lib] = max(rss[lib], out["peak_rss_mb"])
+            round_median[lib] = float(np.median(out["ms"]))
+        round_ratios.append(round_median["numpy"] / round_median["torch"])
     med = {lib: float(np.median(v)) for lib, v in ms.items()}
     low = {lib: float(np.min(v)) for lib, v in ms.items()}
     return {"config": name, "steps": len(ms["numpy"]),
@@ -161,6 +167,7 @@ def compare(name: str, steps: int, warmup: int, rounds: int, env, malloc: bool =
             "torch_ms": round(med["torch"], 1), "torch_min": round(low["torch"], 1),
             "ratio": round(med["numpy"] / med["torch"], 3),
             "ratio_min": round(low["numpy"] / low["torch"], 3),
+            "ratio_paired": round(float(np.median(round_ratios)), 3),
             "numpy_peak_rss_mb": rss["numpy"], "torch_peak_rss_mb": rss["torch"],
             "memory_ratio": round(rss["numpy"] / rss["torch"], 3),
             "threads": int(env["OPENBLAS_NUM_THREADS"]), "tune_malloc": malloc, "recompute": recompute,
