@@ -43,3 +43,13 @@ def uniform_array(seed: int, shape, bound: float, dtype=np.float64) -> np.ndarra
 
 # Magnitudes for activation inputs: the middle, the bend, and the tails up to |x| = 30.
 activation_bounds = st.sampled_from([1.0, 5.0, 30.0])
+
+
+def forward_in_chunks(layer, x, chunks, kv_cache):
+    """layer.forward over consecutive chunks of x's time axis (sizes ``chunks``) through one
+    KV cache, the outputs joined along time: what a full forward of x should equal."""
+    outputs, start = [], 0
+    for n in chunks:
+        outputs.append(layer.forward(x[:, start:start + n], kv_cache=kv_cache))
+        start += n
+    return np.concatenate(outputs, axis=1)

@@ -26,7 +26,7 @@ from minitransformer.generation.streaming import streaming_nll
 from minitransformer.layers import KVCache, MultiHeadAttention, SinkKVCache
 from minitransformer.models import GPT, GPTConfig
 from minitransformer.optim import AdamW
-from strategies import normal_array, seeds
+from strategies import forward_in_chunks, normal_array, seeds
 
 TOL = 1e-7
 F64 = np.float64
@@ -71,11 +71,7 @@ def test_pattern_with_kv_cache_matches_full_forward(name, chunks):
     layer = mha(rope=True, **PATTERNS[name])
     x = normal_array(1, (2, 6, 8))
     full = layer.forward(x)
-    cache, outputs, start = KVCache(), [], 0
-    for n in chunks:
-        outputs.append(layer.forward(x[:, start:start + n], kv_cache=cache))
-        start += n
-    np.testing.assert_allclose(np.concatenate(outputs, axis=1), full, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(forward_in_chunks(layer, x, chunks, KVCache()), full, rtol=0, atol=1e-12)
 
 
 @settings(max_examples=4)
@@ -227,10 +223,7 @@ def test_rope_scale_with_kv_cache_matches_full_forward():
     layer = mha(rope=True, rope_scale=2.5)
     x = normal_array(1, (2, 6, 8))
     full = layer.forward(x)
-    cache, outputs = KVCache(), []
-    for t in range(6):
-        outputs.append(layer.forward(x[:, t:t + 1], kv_cache=cache))
-    np.testing.assert_allclose(np.concatenate(outputs, axis=1), full, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(forward_in_chunks(layer, x, [1] * 6, KVCache()), full, rtol=0, atol=1e-12)
 
 
 def test_rope_scale_errors():

@@ -15,7 +15,7 @@ from minitransformer.functional import masks
 from minitransformer.functional.alibi import alibi_slopes
 from minitransformer.gradcheck import check_module
 from minitransformer.layers import KVCache, MultiHeadAttention
-from strategies import head_counts, normal_array, seeds
+from strategies import forward_in_chunks, head_counts, normal_array, seeds
 
 TOL = 1e-7
 layouts = st.sampled_from(["interleaved", "half"])
@@ -209,12 +209,10 @@ def test_kv_cache_matches_full_forward(name, chunks):
     layer = mha(8, 4, **CACHE_VARIANTS[name])
     x = normal_array(1, (2, 6, 8))
     full = layer.forward(x)
-    cache, outputs, start = KVCache(), [], 0
-    for n in chunks:
-        outputs.append(layer.forward(x[:, start:start + n], kv_cache=cache))
-        start += n
+    cache = KVCache()
+    streamed = forward_in_chunks(layer, x, chunks, cache)
     assert cache.length == 6
-    np.testing.assert_allclose(np.concatenate(outputs, axis=1), full, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(streamed, full, rtol=0, atol=1e-12)
 
 
 def test_cross_attention_kv_cache_projects_the_memory_once():

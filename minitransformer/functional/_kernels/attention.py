@@ -57,10 +57,7 @@ def attention_forward(q, k, v, mask=None, bias=None, *, p_drop=0.0, rng=None, tr
     P, _ = softmax_into(s, -1, s)                          # (B, H, T, S) P overwrites the scores
     cache = AttentionCache(q_grouped, k_scaled, v, P, scale, None if bias is None else tuple(bias.shape))
     if r == 1 and type(q) is numpy.ndarray:
-        merged = numpy.empty((B, T, H, v.shape[-1]), dtype=q.dtype)   # (B, T, H, Dv)
-        out = merged.transpose(0, 2, 1, 3)                 # (B, H, T, Dv) view
-        numpy.matmul(P, v, out=out)
-        return out, cache
+        return numpy.matmul(P, v, out=_merged_heads_output(B, H, T, v.shape[-1], q.dtype)), cache
     out = P.reshape(B, n_kv_head, r * T, S) @ v            # (B, G, r·T, Dv)
     return out.reshape(B, H, T, v.shape[-1]), cache        # (B, H, T, Dv)
 
@@ -103,9 +100,15 @@ def _forward_in_blocks(q, k, v, mask, blocks):
     scale = D ** -0.5
     k_scaled = k * scale                                   # (B, H, S, D)
     P = numpy.empty((B, H, T, S), dtype=q.dtype)           # (B, H, T, S) written block by block
-    out = numpy.empty((B, T, H, Dv), dtype=q.dtype).transpose(0, 2, 1, 3)   # (B, H, T, Dv) view
+    out = _merged_heads_output(B, H, T, Dv, q.dtype)      # (B, H, T, Dv)
     blocked_forward(q, k_scaled, v, additive_mask(mask, q.dtype), blocks, out, P)
     return out, AttentionCache(q, k_scaled, v, P, scale, None)
+
+
+def _merged_heads_output(B, H, T, Dv, dtype):
+    """An empty (B, H, T, Dv) output that is a view of a (B, T, H, Dv) buffer: merging its heads
+    is then a reshape (heads.py here)."""
+    return numpy.empty((B, T, H, Dv), dtype=dtype).transpose(0, 2, 1, 3)
 
 
 def _backward_in_blocks(dout, cache, blocks):

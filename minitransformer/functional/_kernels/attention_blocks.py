@@ -75,7 +75,6 @@ def blocked_forward(q, k_scaled, v, additive, blocks, out, P):
     q (B, H, T, D); k_scaled (B, H, S, D) = K/√D; v (B, H, S, Dv); additive: the mask's
     0 / -inf form, broadcastable to (B, H, T, S).
     """
-    B, H, T, S = P.shape
     kT = k_scaled.swapaxes(-1, -2)                                   # (B, H, D, S) view
     for b0, b1 in _batch_steps(P, blocks):
         for r0, r1, end in blocks:
@@ -90,7 +89,6 @@ def blocked_forward(q, k_scaled, v, additive, blocks, out, P):
 def blocked_backward(dout, q, k_scaled, v, P, blocks, dq, dk, dv):
     """dq (B, H, T, D), dk (B, H, S, D) and dv (B, H, S, Dv) written in place; dk still
     lacks the factor 1/√D (the caller multiplies)."""
-    B, H, T, S = P.shape
     vT = v.swapaxes(-1, -2)                                          # (B, H, Dv, S) view
     steps = _batch_steps(P, blocks)
     dscores = numpy.empty((steps[0][1],) + P.shape[1:], dtype=P.dtype)   # (b, H, T, S) reused
@@ -111,7 +109,7 @@ def blocked_backward(dout, q, k_scaled, v, P, blocks, dq, dk, dv):
 
 def _batch_steps(P, blocks):
     """[(b0, b1), ...]: batch rows taken together, so the largest block's scores are ~BATCH_BYTES."""
-    B, H, T, S = P.shape
+    B, H = P.shape[:2]
     widest = max((r1 - r0) * end for r0, r1, end in blocks) * H * P.itemsize   # bytes per batch row
     step = max(1, min(B, BATCH_BYTES // widest))
     return [(b0, min(B, b0 + step)) for b0 in range(0, B, step)]
