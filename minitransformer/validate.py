@@ -43,10 +43,13 @@ def check_dim(name: str, x, axis: int, size: int, what: str) -> None:
                          f"got shape {tuple(x.shape)}")
 
 
-def check_same_shape(name: str, x, expected_shape) -> None:
+def check_same_shape(name: str, x, expected_shape, what: str = "") -> None:
+    """Raise ValueError unless ``x.shape == expected_shape`` (``what``, if given, says where that
+    shape comes from, e.g. "logits' shape without its last axis")."""
     _shape_of(name, x)
     if tuple(x.shape) != tuple(expected_shape):
-        raise ValueError(f"{name}: expected shape {tuple(expected_shape)}, got {tuple(x.shape)}")
+        source = f" (expected: {what})" if what else ""
+        raise ValueError(f"{name}: expected shape {tuple(expected_shape)}, got {tuple(x.shape)}{source}")
 
 
 def check_float(name: str, x) -> None:

@@ -146,3 +146,10 @@ def test_errors_name_the_argument():
 def test_backward_without_forward_is_a_clear_error():
     with pytest.raises(RuntimeError, match="without a pending"):
         CrossEntropyLoss().backward()
+
+
+def test_targets_shape_error_says_where_the_expected_shape_comes_from():
+    """Found by the fuzz tests: with a wrong logits shape the error named only targets."""
+    with pytest.raises(ValueError, match=r"targets: expected shape \(2,\), got \(2, 3\) "
+                                         r"\(expected: logits' shape \(2, 5\) without its last axis\)"):
+        cross_entropy_forward(np.zeros((2, 5)), np.zeros((2, 3), np.int64))

@@ -148,3 +148,9 @@ def test_sparse_pattern_errors_name_the_argument():
         dilated_window_mask(4, 2, 0)
     with pytest.raises(ValueError, match=r"global_positions\[1\]: expected an integer in \[0"):
         global_window_mask(4, 2, (0, -1))
+
+
+def test_key_padding_mask_refuses_a_huge_S_before_allocating():
+    """Found by the fuzz tests: S = 2**40 with lengths ended in a MemoryError naming nothing."""
+    with pytest.raises(ValueError, match=r"lengths, S: expected at most .* got shape \(2, 1099511627776\)"):
+        key_padding_mask(np.array([1, 3]), 2**40)

@@ -55,7 +55,8 @@ def _check_inputs(logits, targets, ignore_index, smoothing):
     smoothing = check_number("smoothing", smoothing, low=0.0, high=1.0)
     if V == 0:
         raise ValueError(f"logits: expected at least 1 class on the last axis, got shape {tuple(logits.shape)}")
-    check_same_shape("targets", targets, logits.shape[:-1])
+    check_same_shape("targets", targets, logits.shape[:-1],
+                     f"logits' shape {tuple(logits.shape)} without its last axis")
     check_class_targets("targets", targets, V, ignore_index)
     return V, ignore_index, smoothing
 

@@ -159,6 +159,7 @@ def key_padding_mask(lengths=None, S: int | None = None, *, padding=None):
         raise ValueError("S: expected the number of keys when lengths are given, got None")
     S = check_int("S", S, low=0)
     check_ndim("lengths", lengths, 1, "(B,)")
+    check_size("lengths, S", (lengths.shape[0], S))       # the (B, S) mask, before it is made
     if getattr(lengths.dtype, "kind", None) not in ("i", "u"):
         raise TypeError(f"lengths: expected an integer array, got {lengths.dtype}")
     if lengths.size and (int(lengths.min()) < 0 or int(lengths.max()) > S):
