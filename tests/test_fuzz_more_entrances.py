@@ -493,11 +493,17 @@ ENTRANCES["cli (bad paths, cuda without CuPy)"] = _cli_path_entrance
 @FAST
 @given(data=st.data())
 def test_entrance_refuses_with_a_named_error(name, data):
+    run_in_scratch_dir(ENTRANCES[name], data)
+
+
+def run_in_scratch_dir(entrance, data):
+    """entrance(data) with the scratch folder as working directory (a junk path like "3" must
+    not land in the checkout) and NumPy's floating-point warnings off (junk values overflow)."""
     cwd = os.getcwd()
-    os.chdir(_tmp())            # a junk path like "3" must not land in the checkout
+    os.chdir(_tmp())
     try:
         with np.errstate(all="ignore"):
-            ENTRANCES[name](data)
+            entrance(data)
     finally:
         os.chdir(cwd)
 

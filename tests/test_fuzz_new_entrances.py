@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from minitransformer.functional import attention, cls_token, feature_tokenizer, grid_positions, masks
 from minitransformer.functional import patches, pooler, rope, shaw, t5_bias
 from test_fuzz_more_entrances import (FAST, _module_backward, _module_forward, _pair, _tmp,
-                                      assert_one_line_error, entrance, f32, ids, junk, refuses, run_cli)
+                                      assert_one_line_error, entrance, f32, ids, junk, refuses, run_cli,
+                                      run_in_scratch_dir)
 
 
 def near_misses(good):
@@ -365,13 +366,7 @@ ENTRANCES["cli figures --out unwritable, --update-repo-figures with --out"] = _c
 @settings(FAST, max_examples=int(os.environ.get("FUZZ_EXAMPLES", FAST.max_examples)))   # FUZZ_EXAMPLES=300: a longer hunt
 @given(data=st.data())
 def test_new_entrance_refuses_with_a_named_error(name, data):
-    cwd = os.getcwd()
-    os.chdir(_tmp())
-    try:
-        with np.errstate(all="ignore"):
-            ENTRANCES[name](data)
-    finally:
-        os.chdir(cwd)
+    run_in_scratch_dir(ENTRANCES[name], data)
 
 
 def test_new_entrance_count():
