@@ -13,7 +13,10 @@ blocks with one fused QKV projection and ``F.scaled_dot_product_attention(is_cau
 the head tied to the token embedding, dropout 0. The step is the same as
 ``minitransformer.training.loop.train_step``: forward, cross-entropy, backward,
 ``clip_grad_norm_(1.0)``, AdamW(lr 1e-3, betas (0.9, 0.99), weight decay 0.1 on the 2-D
-weights only), ``zero_grad()``.
+weights only), ``zero_grad()``. The NumPy step splits the batch over the model replicas
+that ``train()`` uses (``TrainConfig.data_parallel``, training/data_parallel.py: one
+thread and one BLAS thread each on 2 cores; ``--data-parallel 1``: one replica, 2 BLAS
+threads); ``data_parallel`` in the JSON says how many ran.
 
 Timing: each library runs in a FRESH subprocess of ``--steps`` timed steps (after
 ``--warmup`` untimed ones), ``--rounds`` times, the order alternating (NumPy, PyTorch,
@@ -42,7 +45,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_step import CONFIGS, VOCAB, _status_kb, build, checked_environment, machine, make_task  # noqa: E402
+from train_step import CONFIGS, VOCAB, _status_kb, build, checked_environment, machine, make_task, stepper  # noqa: E402
 
 
 def torch_model(name: str, seed: int = 0, device: str = "cpu", vocab: int = VOCAB):
@@ -109,13 +112,15 @@ def torch_model(name: str, seed: int = 0, device: str = "cpu", vocab: int = VOCA
     return step
 
 
-def _numpy_step(name, recompute=False):
-    from minitransformer.training.loop import train_step
-    model, task, cfg, opt, rng = build(name, recompute=recompute)
-    return (lambda batch: train_step(model, task, batch, opt, cfg.lr, cfg)), task, rng
+def _numpy_step(name, recompute=False, data_parallel=None):
+    model, task, cfg, opt, rng = build(name, recompute=recompute, data_parallel=data_parallel)
+    import numpy as np
+    step, replicas = stepper(model, task, opt, cfg, task.batch("train", np.random.default_rng(0)))
+    return step, task, rng, replicas
 
 
-def run_one(name: str, lib: str, steps: int, warmup: int, malloc: bool = True, recompute: bool = False) -> dict:
+def run_one(name: str, lib: str, steps: int, warmup: int, malloc: bool = True, recompute: bool = False,
+            data_parallel: int | None = None) -> dict:
     """In a fresh subprocess: ``warmup`` + ``steps`` steps of one library; times and peak memory.
 
     NumPy's side first calls ``minitransformer.training.perf.tune_malloc()``, as ``train()`` does
@@ -133,7 +138,7 @@ def run_one(name: str, lib: str, steps: int, warmup: int, malloc: bool = True, r
         step = torch_model(name)
         task, rng = make_task(name)
     else:
-        step, task, rng = _numpy_step(name, recompute)
+        step, task, rng, replicas = _numpy_step(name, recompute, data_parallel)
     batches = [task.batch("train", rng) for _ in range(warmup + steps)]
     ms = []
     for i, batch in enumerate(batches):
@@ -141,24 +146,28 @@ def run_one(name: str, lib: str, steps: int, warmup: int, malloc: bool = True, r
         step(batch)
         if i >= warmup:
             ms.append((time.perf_counter() - t0) * 1e3)
-    return {"lib": lib, "ms": ms, "peak_rss_mb": round((_status_kb("VmHWM") - rss0) / 1024, 1)}
+    return {"lib": lib, "ms": ms, "peak_rss_mb": round((_status_kb("VmHWM") - rss0) / 1024, 1),
+            "data_parallel": replicas if lib == "numpy" else None}
 
 
 def compare(name: str, steps: int, warmup: int, rounds: int, env, malloc: bool = True,
-            recompute: bool = False) -> dict:
+            recompute: bool = False, data_parallel: int | None = None) -> dict:
     """Alternate fresh subprocesses of each library; medians over all their timed steps."""
     import numpy as np
     ms = {"numpy": [], "torch": []}
     rss = {"numpy": 0.0, "torch": 0.0}
     round_ratios = []                       # NumPy's median / PyTorch's median, per round (back to back)
+    replicas = None
     for r in range(rounds):
         round_median = {}
         for lib in (("numpy", "torch") if r % 2 == 0 else ("torch", "numpy")):
-            extra = ([] if malloc else ["--no-malloc"]) + (["--recompute"] if recompute else [])
+            extra = ([] if malloc else ["--no-malloc"]) + (["--recompute"] if recompute else []) \
+                + ([] if data_parallel is None else ["--data-parallel", str(data_parallel)])
             out = _subprocess(["--run", name, lib, "--steps", str(steps), "--warmup", str(warmup)] + extra, env)
             ms[lib] += out["ms"]
             rss[lib] = max(rss[lib], out["peak_rss_mb"])
             round_median[lib] = float(np.median(out["ms"]))
+            replicas = out["data_parallel"] if lib == "numpy" else replicas
         round_ratios.append(round_median["numpy"] / round_median["torch"])
     med = {lib: float(np.median(v)) for lib, v in ms.items()}
     low = {lib: float(np.min(v)) for lib, v in ms.items()}
@@ -171,7 +180,7 @@ def compare(name: str, steps: int, warmup: int, rounds: int, env, malloc: bool =
             "numpy_peak_rss_mb": rss["numpy"], "torch_peak_rss_mb": rss["torch"],
             "memory_ratio": round(rss["numpy"] / rss["torch"], 3),
             "threads": int(env["OPENBLAS_NUM_THREADS"]), "tune_malloc": malloc, "recompute": recompute,
-            "machine": machine(), "torch": _torch_version()}
+            "data_parallel": replicas, "machine": machine(), "torch": _torch_version()}
 
 
 def _torch_version() -> str:
@@ -198,6 +207,8 @@ def main(argv=None) -> int:
                    help="NumPy side without minitransformer.training.perf.tune_malloc() (train() calls it)")
     p.add_argument("--recompute", action="store_true",
                    help="NumPy side with activation recomputation in every block (layers.set_recompute)")
+    p.add_argument("--data-parallel", type=int, default=None,
+                   help="NumPy side: model replicas, a core each (default: TrainConfig's, as train() runs; 1 = off)")
     p.add_argument("--run", nargs=2, help=argparse.SUPPRESS)   # internal: CONFIG LIB in this process
     args = p.parse_args(argv)
     try:
@@ -208,12 +219,12 @@ def main(argv=None) -> int:
         return 0
     if args.run:
         print(json.dumps(run_one(args.run[0], args.run[1], args.steps, args.warmup, not args.no_malloc,
-                                 args.recompute)))
+                                 args.recompute, args.data_parallel)))
         return 0
     env = checked_environment(p, args)
     for name in args.configs:
         print(json.dumps(compare(name, args.steps, args.warmup, args.rounds, env, not args.no_malloc,
-                                 args.recompute)), flush=True)
+                                 args.recompute, args.data_parallel)), flush=True)
     return 0
 
 

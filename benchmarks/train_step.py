@@ -4,10 +4,13 @@
     python benchmarks/train_step.py b --steps 20    # one config, more steps
     python benchmarks/train_step.py --no-malloc     # without minitransformer.training.perf.tune_malloc()
     python benchmarks/train_step.py b --recompute   # with activation recomputation (layers/blocks.py)
+    python benchmarks/train_step.py --data-parallel 1   # one model replica (default: as train() runs)
 
 A step is ``minitransformer.training.loop.train_step`` itself: forward, cross-entropy forward
 and backward, model.backward, clip_grad_norm(1.0), AdamW(betas (0.9, 0.99), weight
-decay 0.1).step(), zero_grad. The model, for every config: learned positions,
+decay 0.1).step(), zero_grad, with the batch split over ``TrainConfig.data_parallel``
+replicas as ``train()`` splits it (training/data_parallel.py; ``--data-parallel``).
+The model, for every config: learned positions,
 pre-norm, tanh GELU, tied head, dropout 0, vocabulary 65; batches of random token ids.
 
 Each config runs in a FRESH subprocess (its own peak-memory high-water mark, its own
@@ -33,7 +36,8 @@ Matmul share. After the plain timing, the parameters are re-viewed as
 in place, with the caches and operands of a real step, over 5 instrumented steps.
 The sum over one step of the products whose operands are both at least 2-D is
 ``gemm_ms`` (median over the steps); ``matmul_share`` is the median over the same
-steps of that sum divided by the step's own time. (The wrapper slows every other
+steps of that sum divided by the step's own time and by the number of replicas
+(with n replicas, the products of n threads add up: the share of the cores' time). (The wrapper slows every other
 ufunc a little, so the share is, if anything, understated; dividing by the plain
 steps' median instead would mix two moments of a machine whose speed drifts.)
 """
@@ -66,9 +70,10 @@ def make_task(name: str, seed: int = 0):
     return LanguageModelTask(ids[:90_000], ids[90_000:], T, B), rng
 
 
-def build(name: str, seed: int = 0, recompute: bool = False):
+def build(name: str, seed: int = 0, recompute: bool = False, data_parallel: int | None = None):
     """(model, task, train config, optimizer, generator) for config ``name``; ``recompute``:
-    activation recomputation in every block (``layers.set_recompute``)."""
+    activation recomputation in every block (``layers.set_recompute``); ``data_parallel``:
+    the config's replicas (None: TrainConfig's default)."""
     from minitransformer.layers import set_recompute
     from minitransformer.models import GPT, GPTConfig
     from minitransformer.training.loop import TrainConfig, make_optimizer
@@ -81,7 +86,20 @@ def build(name: str, seed: int = 0, recompute: bool = False):
     set_recompute(model, recompute)
     task, rng = make_task(name, seed)
     cfg = TrainConfig(lr=1e-3, betas=(0.9, 0.99), weight_decay=0.1, grad_clip=1.0)
+    if data_parallel is not None:
+        cfg.data_parallel = data_parallel
     return model, task, cfg, make_optimizer(model, cfg), rng
+
+
+def stepper(model, task, opt, cfg, batch):
+    """(step(batch), replicas): ``train_step`` with the batch split over the replicas that
+    ``train()`` would use for this model and batch (training/data_parallel.py)."""
+    from minitransformer.training.data_parallel import DataParallel, n_replicas_for
+    from minitransformer.training.loop import train_step
+
+    n, _ = n_replicas_for(model, batch, cfg.data_parallel)
+    parallel = DataParallel(model, n) if n > 1 else None
+    return (lambda b: train_step(model, task, b, opt, cfg.lr, cfg, parallel=parallel)), n
 
 
 def checked_environment(parser, args) -> dict:
@@ -151,27 +169,26 @@ def _status_kb(field: str) -> int:
     return 0
 
 
-def measure(name: str, steps: int, warmup: int, recompute: bool = False) -> dict:
+def measure(name: str, steps: int, warmup: int, recompute: bool = False, data_parallel: int | None = None) -> dict:
     """Run in the subprocess: time, memory and matmul share of one config."""
     import tracemalloc
 
     import numpy as np
 
-    from minitransformer.training.loop import train_step
-
-    model, task, cfg, opt, rng = build(name, recompute=recompute)
+    model, task, cfg, opt, rng = build(name, recompute=recompute, data_parallel=data_parallel)
     batches = [task.batch("train", rng) for _ in range(warmup + steps + 6)]
+    step, replicas = stepper(model, task, opt, cfg, batches[0])
     rss0 = _status_kb("VmRSS")
     for i in range(warmup):
-        train_step(model, task, batches[i], opt, cfg.lr, cfg)
+        step(batches[i])
     times = []
     for i in range(warmup, warmup + steps):
         t0 = time.perf_counter()
-        train_step(model, task, batches[i], opt, cfg.lr, cfg)
+        step(batches[i])
         times.append(time.perf_counter() - t0)
     hwm = _status_kb("VmHWM")
     tracemalloc.start()
-    train_step(model, task, batches[-7], opt, cfg.lr, cfg)
+    step(batches[-7])
     traced_peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     gemm_ms, gemv_ms, gemm_calls, share, top = _matmul_time(model, task, cfg, batches[-6:])
@@ -179,7 +196,7 @@ def measure(name: str, steps: int, warmup: int, recompute: bool = False) -> dict
     L, H, C, T, B = CONFIGS[name]
     params_bytes = sum(p.nbytes for _, p, _ in model.parameters())
     med = float(np.median(ms))
-    return {"config": name, "recompute": recompute, "n_layer": L, "n_head": H, "d_model": C, "block_size": T, "batch": B,
+    return {"config": name, "recompute": recompute, "data_parallel": replicas, "n_layer": L, "n_head": H, "d_model": C, "block_size": T, "batch": B,
             "steps": steps, "ms_median": round(med, 2), "ms_min": round(float(ms.min()), 2),
             "ms_max": round(float(ms.max()), 2), "tokens_per_s": round(B * T / med * 1e3),
             "gemm_ms": round(gemm_ms, 2), "gemm_calls": gemm_calls, "gemv_ms": round(gemv_ms, 2),
@@ -196,20 +213,21 @@ def _matmul_time(model, task, cfg, batches):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from matmul_timer import MATMUL, as_timed
 
-    from minitransformer.training.loop import make_optimizer, train_step
+    from minitransformer.training.loop import make_optimizer
 
     model._map_params(as_timed)           # views: the same memory, every op now reports to MATMUL
     opt = make_optimizer(model, cfg)      # the new gradient arrays
-    train_step(model, task, batches[0], opt, cfg.lr, cfg)   # warm-up of the instrumented path
+    step, replicas = stepper(model, task, opt, cfg, batches[0])   # replicas of the timed parameters
+    step(batches[0])                      # warm-up of the instrumented path
     MATMUL.reset()
     gemm, gemv, share = [], [], []
     for b in batches[1:]:
         g0, v0, t0 = MATMUL.gemm_seconds, MATMUL.gemv_seconds, time.perf_counter()
-        train_step(model, task, b, opt, cfg.lr, cfg)
+        step(b)
         total = time.perf_counter() - t0
         gemm.append(MATMUL.gemm_seconds - g0)
         gemv.append(MATMUL.gemv_seconds - v0)
-        share.append(gemm[-1] / total)
+        share.append(gemm[-1] / total / replicas)
     n = len(batches) - 1
     top = sorted(MATMUL.shapes.items(), key=lambda kv: -kv[1][1])[:6]
     top = [f"{a}@{b}: {c // n}x {s / n * 1e3:.1f} ms" for (a, b), (c, s) in top]
@@ -226,19 +244,22 @@ def main(argv=None) -> int:
     p.add_argument("--no-malloc", action="store_true",
                    help="skip minitransformer.training.perf.tune_malloc(), which train() calls first")
     p.add_argument("--recompute", action="store_true", help="activation recomputation in every block")
+    p.add_argument("--data-parallel", type=int, default=None,
+                   help="model replicas, a core each (default: TrainConfig's, as train() runs; 1 = off)")
     p.add_argument("--one", help=argparse.SUPPRESS)        # internal: measure in this process
     args = p.parse_args(argv)
     if args.one:
         if not args.no_malloc:
             from minitransformer.training.perf import tune_malloc
             tune_malloc()
-        print(json.dumps(measure(args.one, args.steps, args.warmup, args.recompute)), flush=True)
+        print(json.dumps(measure(args.one, args.steps, args.warmup, args.recompute, args.data_parallel)), flush=True)
         return 0
     env = checked_environment(p, args)
     for name in args.configs:
         cmd = [sys.executable, os.path.abspath(__file__), "--one", name, "--steps", str(args.steps),
                "--warmup", str(args.warmup)] + (["--no-malloc"] if args.no_malloc else []) \
-            + (["--recompute"] if args.recompute else [])
+            + (["--recompute"] if args.recompute else []) \
+            + ([] if args.data_parallel is None else ["--data-parallel", str(args.data_parallel)])
         result = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if result.returncode:
             sys.stderr.write(result.stderr)

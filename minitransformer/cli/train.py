@@ -63,6 +63,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --resume: continue although lr, steps, seed, ... differ from the checkpoint's "
                         "(the model architecture can never change)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="cuda needs CuPy (default: cpu)")
+    p.add_argument("--data-parallel", type=_integer(1), default=TrainConfig.data_parallel,
+                   help=f"model replicas, each on its own thread with a part of every batch (default: "
+                        f"{TrainConfig.data_parallel}; 1 = off; fewer where they cannot run: dropout, GPU)")
     p.add_argument("--recompute", action="store_true",
                    help="activation recomputation: each block redoes its forward in backward instead of "
                         "storing its activations (less memory, a slower step, the same numbers)")
@@ -74,7 +77,8 @@ def build(args):
     cfg = TrainConfig(steps=args.steps or steps_default, lr=args.lr, seed=args.seed,
                       eval_interval=min(args.eval_interval, args.steps or steps_default),
                       checkpoint_interval=getattr(args, "checkpoint_every", 0),
-                      recompute=getattr(args, "recompute", False))
+                      recompute=getattr(args, "recompute", False),
+                      data_parallel=getattr(args, "data_parallel", TrainConfig.data_parallel))
     batch = args.batch_size or (64 if args.model in ("seq2seq",) + CLASSIFIERS else 12)
     if args.model in CLASSIFIERS:
         return _build_classifier(args, batch, cfg)

@@ -21,7 +21,10 @@ so ``resume`` continues bit for bit: the same losses as an uninterrupted run.
 Speed: unless ``TrainConfig.tune_malloc`` is False, ``train`` first asks glibc to keep
 freed memory for reuse (perf.tune_malloc): a step frees and allocates the same
 megabyte-sized arrays again and again, and fresh pages cost a page fault each.
-It is a process-wide setting, and it stays on after ``train`` returns.
+It is a process-wide setting, and it stays on after ``train`` returns. And unless
+``TrainConfig.data_parallel`` is 1, the forward and backward run on two model replicas,
+half of the batch each, one core each (data_parallel.py; where they can: no dropout,
+NumPy, an OpenBLAS whose threads can be set); the rest of the step is the same.
 
 The final evaluation is scaled to the run (``final_eval_batch_count``): steps // 25
 batches of each split, at least ``eval_batches`` and at most 200, unless
@@ -40,12 +43,13 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from .data_parallel import DataParallel, n_replicas_for
 from .checkpoint import generator_state, load_checkpoint, save_checkpoint, set_generator_state
 from ..functional._kernels import fast
 from ..functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from ..optim import AdamW, clip_grad_norm, warmup_cosine_schedule
 from ..layers.blocks import set_recompute
-from ..validate import check_number
+from ..validate import check_int, check_number
 from .perf import tune_malloc
 
 
@@ -74,7 +78,7 @@ class TrainingInterrupted(KeyboardInterrupt):
 # TrainConfig fields that do not change the trajectory of a run: a resume may change them freely.
 RESUME_RUN_FIELDS = ("task", "batch_size")   # meta fields compared on resume, like the train config
 RESUME_FREE_FIELDS = ("eval_interval", "eval_batches", "final_eval_batches", "log_interval",
-                      "checkpoint_interval", "tune_malloc", "recompute")
+                      "checkpoint_interval", "tune_malloc", "recompute", "data_parallel")
 
 
 @dataclass
@@ -97,6 +101,8 @@ class TrainConfig:
     recompute: bool = False            # activation recomputation (layers/blocks.py): each block keeps
                                        # only its input and redoes its forward in backward; less
                                        # memory, a slower step, the same numbers
+    data_parallel: int = 2             # model replicas, a part of each batch and a core each
+                                       # (data_parallel.py; 1 = off); fewer where they cannot run
 
     def __post_init__(self):
         for name in ("steps", "eval_interval", "log_interval", "final_eval_batches", "eval_batches"):
@@ -107,6 +113,7 @@ class TrainConfig:
         for name in ("tune_malloc", "recompute"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name}: expected True or False, got {getattr(self, name)!r}")
+        check_int("data_parallel", self.data_parallel, low=1)
         for name in ("warmup_steps", "checkpoint_interval"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
                 raise ValueError(f"{name}: expected an integer >= 0, got {getattr(self, name)!r}")
@@ -154,8 +161,11 @@ def make_optimizer(model, cfg: TrainConfig) -> AdamW:
 
 
 def train_step(model, task, batch, optimizer, lr: float, cfg: TrainConfig, device="cpu", *,
-               step=None, guard=None) -> float:
+               step=None, guard=None, parallel=None) -> float:
     """Forward, backward, clip, update; returns the loss (a Python float).
+
+    ``parallel``: a ``DataParallel`` of ``model`` (data_parallel.py) runs the forward and
+    backward on its replicas, a part of the batch each; the rest of the step is the same.
 
     Non-finite values stop training with ``TrainingDiverged``, checked where it is cheap:
       - the loss, before the backward;
@@ -173,14 +183,18 @@ def train_step(model, task, batch, optimizer, lr: float, cfg: TrainConfig, devic
     holds a Ctrl-C back while the update runs, so the weights are never half updated.
     """
     at = f"at step {step}" if step is not None else "at this step"
-    logits, targets = task.forward(model, batch, device)
-    loss, cache = fast(cross_entropy_forward)(logits, targets, smoothing=cfg.smoothing)
+    if parallel is None:
+        logits, targets = task.forward(model, batch, device)
+        loss, cache = fast(cross_entropy_forward)(logits, targets, smoothing=cfg.smoothing)
+        backward = lambda: model.backward(fast(cross_entropy_backward)(1.0, cache))
+    else:
+        loss, backward = parallel.loss(task, batch, cfg.smoothing)
     loss = float(loss)
     if not math.isfinite(loss):
         raise TrainingDiverged(f"the loss is {loss} {at}: training stopped before the update "
                                "(lower the learning rate, or check the data); no weight was changed, "
                                "the weights are those of the step before")
-    model.backward(fast(cross_entropy_backward)(1.0, cache))
+    backward()
     norm = clip_grad_norm(optimizer.params, cfg.grad_clip or math.inf)
     if not math.isfinite(norm):
         bad = [name for name, _, g in optimizer.params if not math.isfinite(float(g.sum()))]
@@ -284,16 +298,20 @@ def train(model, task, cfg: TrainConfig, *, optimizer=None, checkpoint_path=None
         start, result = _restore(checkpoint_path, model, optimizer, batch_rng, cfg, meta, allow_config_change)
         log(f"resumed from {checkpoint_path} at step {start}")
     model.train()
-    tokens_per_step = task.tokens(task.batch("train", np.random.default_rng(0)))
+    sample = task.batch("train", np.random.default_rng(0))
+    tokens_per_step = task.tokens(sample)
+    n_replicas, why = n_replicas_for(model, sample, cfg.data_parallel) if device == "cpu" else (1, "off (GPU)")
+    if cfg.data_parallel > 1:
+        log(f"data parallel: {why}")
     generators = [batch_rng] + dropout_generators(model)
     done, states = start, None       # steps completed; the generators' states when step done+1 began
     t0 = time.perf_counter()
-    with _SigintGuard() as guard:
+    with _SigintGuard() as guard, DataParallel(model, n_replicas) as parallel:
         try:
             for step in range(start + 1, cfg.steps + 1):
                 states = [generator_state(g) for g in generators]     # a few small dicts: cheap
                 loss = train_step(model, task, task.batch("train", batch_rng), optimizer, schedule(step), cfg,
-                                  device, step=step, guard=guard)
+                                  device, step=step, guard=guard, parallel=parallel if n_replicas > 1 else None)
                 result.history.append((step, loss))
                 done, states = step, None
                 guard.check()                     # a Ctrl-C held back during the update

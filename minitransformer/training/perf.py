@@ -1,6 +1,8 @@
 """Opt-in process settings that make NumPy training faster on Linux; nothing here runs on import.
 
 ``tune_malloc()``: keep freed memory for reuse instead of returning it to the kernel.
+``blas_threads(n)``: run OpenBLAS's matrix products on n threads inside a ``with`` block
+(data_parallel.py runs one model replica per core, each with one BLAS thread).
 
 Why. A training step allocates and frees dozens of arrays of megabytes (the scores,
 the FFN activations, their gradients). glibc serves every block above
@@ -19,8 +21,11 @@ where glibc's ``mallopt`` is not available (macOS, Windows, musl).
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import functools
 import ctypes.util
+import os
 
 _M_TRIM_THRESHOLD = -1      # mallopt parameter numbers, from glibc's malloc.h
 _M_MMAP_THRESHOLD = -3
@@ -57,3 +62,58 @@ def _glibc():
     except (OSError, AttributeError):
         return None
     return libc
+
+
+# OpenBLAS's thread-count functions under the names its builds export: NumPy's wheels
+# (scipy-openblas, 64-bit integers), a 64-bit-integer OpenBLAS, a plain OpenBLAS.
+_BLAS_SYMBOLS = (("scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads64_"),
+                 ("openblas_get_num_threads64_", "openblas_set_num_threads64_"),
+                 ("openblas_get_num_threads", "openblas_set_num_threads"))
+
+
+@contextlib.contextmanager
+def blas_threads(n: int):
+    """Inside the block, OpenBLAS runs each matrix product on ``n`` threads; after it, as before.
+
+    The setting is process-wide (OpenBLAS has no per-thread count: its
+    ``openblas_set_num_threads_local`` changed the global count too when measured,
+    2026-11-23), so the block must not overlap with code that wants the old count.
+    Raises RuntimeError where NumPy's BLAS is not an OpenBLAS this module can reach
+    (``blas_thread_control()`` is None): check that first.
+    """
+    control = blas_thread_control()
+    if control is None:
+        raise RuntimeError("blas_threads: NumPy's BLAS is not an OpenBLAS whose thread count can be set "
+                           "(check blas_thread_control() first)")
+    get, set_ = control
+    before = get()
+    set_(n)
+    try:
+        yield
+    finally:
+        set_(before)
+
+
+@functools.lru_cache(maxsize=1)
+def blas_thread_control():
+    """(get, set) of the thread count of the OpenBLAS that NumPy loaded, or None (another
+    BLAS, or no way to find it: the loaded libraries are read from /proc/self/maps, Linux only).
+    Looked up once: the process keeps the library it loaded."""
+    import numpy  # noqa: F401  (loads NumPy's BLAS, if nothing has yet)
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "openblas" in line.rsplit("/", 1)[-1].lower()}
+    except OSError:
+        return None
+    for path in sorted(p for p in paths if os.path.isfile(p)):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for get_name, set_name in _BLAS_SYMBOLS:
+            get, set_ = getattr(lib, get_name, None), getattr(lib, set_name, None)
+            if get is not None and set_ is not None:
+                get.restype, get.argtypes = ctypes.c_int, ()
+                set_.restype, set_.argtypes = None, (ctypes.c_int,)
+                return get, set_
+    return None

@@ -1,0 +1,185 @@
+"""Data parallelism (training/data_parallel.py): the parts' weighted gradients add up to the batch's.
+
+    L = Σ_i N_i L_i / N   ⇒   ∂L/∂θ = Σ_i (N_i / N) ∂L_i/∂θ
+
+checked against one forward and backward of the whole batch, in float64, for the three
+families and their targets (none ignored, MLM's few kept, seq2seq's padded), over drawn
+batch sizes and replica counts; plus what the training loop relies on: the replicas share
+the parameters and nothing else, errors leave them clean, resume stays bit for bit.
+"""
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from minitransformer.functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
+from minitransformer.models import GPT, Encoder, EncoderConfig, GPTConfig, Seq2Seq, Seq2SeqConfig
+from minitransformer.training.data_parallel import DataParallel, n_replicas_for, replicate, split_batch
+from minitransformer.training.loop import TrainConfig, make_optimizer, train, train_step
+from minitransformer.training.perf import blas_thread_control, blas_threads
+from minitransformer.training.tasks import LanguageModelTask, MaskedLMTask, SequenceTaskData
+
+V, T = 11, 8
+RTOL = 1e-10          # float64: the same sums in another order
+
+
+def _family(name: str, batch_size: int, seed: int):
+    """(float64 model, task) of a family, dropout 0."""
+    ids = np.random.default_rng(seed).integers(0, V - 1, 400)
+    common = dict(block_size=T, n_layer=1, n_head=2, d_model=8, p_drop=0.0)
+    if name == "gpt":
+        model, task = GPT(GPTConfig(vocab_size=V, **common), rng=seed), \
+            LanguageModelTask(ids[:300], ids[300:], T, batch_size)
+    elif name == "mlm":                     # ~15% of the targets kept: the parts' N_i differ
+        model, task = Encoder(EncoderConfig(vocab_size=V, **common), rng=seed), \
+            MaskedLMTask(ids[:300], ids[300:], T, batch_size, V, mask_id=V - 1)
+    else:                                   # padded targets (IGNORE_INDEX after EOS)
+        model = Seq2Seq(Seq2SeqConfig(vocab_size=16, **{**common, "block_size": 8}), rng=seed)
+        task = SequenceTaskData("reverse", 16, (1, 6), batch_size, seed=seed)
+    return model.astype(np.float64), task
+
+
+def _whole_batch(model, task, batch):
+    """The plain step's loss and gradients (one forward and backward of the whole batch)."""
+    logits, targets = task.forward(model, batch)
+    L, cache = cross_entropy_forward(logits, targets)
+    model.backward(cross_entropy_backward(1.0, cache))
+    grads = {name: g.copy() for name, _, g in model.parameters()}
+    model.zero_grad()
+    return float(L), grads
+
+
+@settings(max_examples=25, deadline=None)
+@given(family=st.sampled_from(["gpt", "mlm", "seq2seq"]), batch_size=st.integers(1, 7),
+       n_replicas=st.integers(2, 4), seed=st.integers(0, 2**16))
+def test_the_parts_gradients_add_up_to_the_whole_batchs(family, batch_size, n_replicas, seed):
+    model, task = _family(family, batch_size, seed)
+    batch = task.batch("train", np.random.default_rng(seed))
+    L_whole, grads_whole = _whole_batch(model, task, batch)
+    with DataParallel(model, n_replicas) as parallel:
+        L, backward = parallel.loss(task, batch)
+        backward()
+        assert L == pytest.approx(L_whole, rel=RTOL, abs=1e-12)
+        for name, _, g in model.parameters():
+            np.testing.assert_allclose(g, grads_whole[name], rtol=RTOL, atol=1e-12, err_msg=name)
+        for replica in parallel.replicas[1:]:     # summed into the model's and cleared
+            assert all(not g.any() for _, _, g in replica.parameters())
+
+
+def test_a_batch_with_every_target_ignored_has_loss_0_and_no_gradient():
+    model, task = _family("mlm", 4, 0)
+    inputs, labels = task.batch("train", np.random.default_rng(0))
+    with DataParallel(model, 2) as parallel:
+        L, backward = parallel.loss(task, (inputs, np.full_like(labels, -100)))
+        backward()
+    assert L == 0.0 and all(not g.any() for _, _, g in model.parameters())
+
+
+def test_replicas_share_the_parameters_and_nothing_else():
+    model, task = _family("gpt", 4, 1)
+    replica = replicate(model)
+    pairs = list(zip(model.parameters(), replica.parameters()))
+    assert pairs and all(p is p_r and g is not g_r for (_, p, g), (_, p_r, g_r) in pairs)
+    cfg = TrainConfig(data_parallel=2)
+    optimizer = make_optimizer(model, cfg)
+    before = {name: p.copy() for name, p, _ in replica.parameters()}
+    with DataParallel(model, 2) as parallel:
+        train_step(model, task, task.batch("train", np.random.default_rng(1)), optimizer, 1e-2, cfg,
+                   parallel=parallel)
+        moved = [name for name, p, _ in parallel.replicas[1].parameters() if not np.array_equal(p, before[name])]
+    assert len(moved) == len(before)          # the update reached the replica: the same arrays
+
+
+def test_replicas_follow_the_models_train_and_eval_modes():
+    model, task = _family("gpt", 4, 2)
+    with DataParallel(model, 2) as parallel:
+        model.eval()
+        parallel.loss(task, task.batch("train", np.random.default_rng(2)))
+        assert not any(m.training for _, m in parallel.replicas[1].named_modules())
+        model.train()
+        parallel.loss(task, task.batch("train", np.random.default_rng(2)))
+        assert all(m.training for _, m in parallel.replicas[1].named_modules())
+
+
+def test_an_error_in_a_worker_thread_reaches_the_caller_and_leaves_the_replicas_clean():
+    model, task = _family("gpt", 4, 3)
+    batch = task.batch("train", np.random.default_rng(3))
+    forward = task.forward
+
+    def failing(replica, part, device="cpu"):
+        if threading.current_thread() is not threading.main_thread():
+            raise RuntimeError("a part failed")
+        return forward(replica, part, device)
+
+    with DataParallel(model, 2) as parallel:
+        task.forward = failing
+        with pytest.raises(RuntimeError, match="a part failed"):
+            parallel.loss(task, batch)
+        assert all(m._cache is None for r in parallel.replicas for _, m in r.named_modules())
+        task.forward = forward                # the next step runs as if nothing happened
+        L, backward = parallel.loss(task, batch)
+        backward()
+    L_whole, grads = _whole_batch(model.astype(np.float64), task, batch)
+    assert L == pytest.approx(L_whole, rel=RTOL)
+
+
+def test_train_with_two_replicas_follows_one_replica_and_resumes_bit_for_bit(tmp_path):
+    ids = np.random.default_rng(0).integers(0, V, 400)
+    task = LanguageModelTask(ids[:300], ids[300:], block_size=T, batch_size=4)
+    config = GPTConfig(vocab_size=V, block_size=T, n_layer=1, n_head=2, d_model=16, p_drop=0.0)
+    cfg = dict(steps=8, warmup_steps=2, eval_interval=100, eval_batches=2, final_eval_batches=2)
+    logs = []
+    one = train(GPT(config, rng=1), task, TrainConfig(**cfg, data_parallel=1), log=lambda s: None)
+    two = train(GPT(config, rng=1), task, TrainConfig(**cfg, data_parallel=2), log=logs.append)
+    assert any(line.startswith("data parallel: 2 replicas") for line in logs)
+    np.testing.assert_allclose([l for _, l in two.history], [l for _, l in one.history], rtol=1e-5)
+    ckpt = str(tmp_path / "run.npz")
+    train(GPT(config, rng=1), task, TrainConfig(**cfg, data_parallel=2), checkpoint_path=ckpt, stop_after=3,
+          log=lambda s: None)
+    resumed = train(GPT(config, rng=7), task, TrainConfig(**cfg, data_parallel=2), checkpoint_path=ckpt,
+                    resume=True, log=lambda s: None)
+    assert [l for _, l in resumed.history] == [l for _, l in two.history]   # exact
+
+
+def test_when_data_parallelism_runs_and_why_not():
+    model, task = _family("gpt", 4, 4)
+    batch = task.batch("train", np.random.default_rng(4))
+    if blas_thread_control() is not None and blas_thread_control()[0]() >= 2:
+        assert n_replicas_for(model, batch, 2)[0] == 2
+    assert n_replicas_for(model, batch, 1) == (1, "off (data_parallel = 1)")
+    assert n_replicas_for(model, tuple(a[:1] for a in batch), 2)[0] == 1        # one example
+    dropout = GPT(GPTConfig(vocab_size=V, block_size=T, n_layer=1, n_head=2, d_model=8, p_drop=0.1), rng=0)
+    n, why = n_replicas_for(dropout, batch, 2)
+    assert n == 1 and "dropout" in why
+    with pytest.raises(ValueError, match="data_parallel"):
+        n_replicas_for(model, batch, 0)
+    with pytest.raises(ValueError, match="data_parallel"):
+        TrainConfig(data_parallel=0)
+    with pytest.raises(TypeError, match="data_parallel"):
+        TrainConfig(data_parallel=True)
+
+
+def test_split_batch_keeps_the_order_and_names_a_ragged_batch():
+    x, y = np.arange(14).reshape(7, 2), np.arange(7)
+    parts = split_batch((x, y), 3)
+    assert [len(p[0]) for p in parts] == [3, 2, 2]
+    np.testing.assert_array_equal(np.concatenate([p[0] for p in parts]), x)
+    np.testing.assert_array_equal(np.concatenate([p[1] for p in parts]), y)
+    assert len(split_batch((x, y), 10)) == 7                                   # never an empty part
+    with pytest.raises(ValueError, match=r"batch: expected arrays with the same first axis, got lengths \[6, 7\]"):
+        split_batch((x, y[:6]), 2)
+
+
+@pytest.mark.skipif(blas_thread_control() is None, reason="NumPy's BLAS here is not an OpenBLAS (the count "
+                    "cannot be set, and DataParallel leaves it alone: tested above)")
+def test_blas_threads_sets_the_count_inside_the_block_only():
+    get = blas_thread_control()[0]
+    before = get()
+    with blas_threads(1):
+        assert get() == 1
+    assert get() == before
+    with pytest.raises(KeyError):
+        with blas_threads(1):
+            raise KeyError("inside")
+    assert get() == before
