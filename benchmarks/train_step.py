@@ -98,7 +98,8 @@ def stepper(model, task, opt, cfg, batch):
     from minitransformer.training.loop import train_step
 
     n, _ = n_replicas_for(model, batch, cfg.data_parallel)
-    parallel = DataParallel(model, n) if n > 1 else None
+    # entered for the rest of the process, as train() holds it for a whole run (its BLAS thread count)
+    parallel = DataParallel(model, n).__enter__() if n > 1 else None
     return (lambda b: train_step(model, task, b, opt, cfg.lr, cfg, parallel=parallel)), n
 
 

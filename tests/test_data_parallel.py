@@ -134,6 +134,7 @@ def test_train_with_two_replicas_follows_one_replica_and_resumes_bit_for_bit(tmp
     two = train(GPT(config, rng=1), task, TrainConfig(**cfg, data_parallel=2), log=logs.append)
     assert any(line.startswith("data parallel: 2 replicas") for line in logs)
     np.testing.assert_allclose([l for _, l in two.history], [l for _, l in one.history], rtol=1e-5)
+    np.testing.assert_allclose(two.evals, one.evals, rtol=1e-5)      # the evaluations split too
     ckpt = str(tmp_path / "run.npz")
     train(GPT(config, rng=1), task, TrainConfig(**cfg, data_parallel=2), checkpoint_path=ckpt, stop_after=3,
           log=lambda s: None)
@@ -182,4 +183,7 @@ def test_blas_threads_sets_the_count_inside_the_block_only():
     with pytest.raises(KeyError):
         with blas_threads(1):
             raise KeyError("inside")
+    assert get() == before
+    with DataParallel(GPT(GPTConfig(vocab_size=V, block_size=T, n_layer=1, n_head=2, d_model=8), rng=0), 2) as p:
+        assert get() == max(1, before // 2) == p.threads_per_replica   # for the block's whole length
     assert get() == before

@@ -1,5 +1,6 @@
 """Training support: the loop, the data and tasks it draws batches from, the loss
-Module, checkpoints (save, resume, load), and the process-wide allocator setting.
+Module, checkpoints (save, resume, load), data parallelism on the CPU's cores, and the
+process-wide allocator and BLAS-thread settings.
 
     loop.py         TrainConfig, train(), TrainingDiverged, TrainingInterrupted, ResumeMismatch
     data.py         the default corpus, splits, random batches, MLM masking
@@ -7,7 +8,8 @@ Module, checkpoints (save, resume, load), and the process-wide allocator setting
     loss.py         CrossEntropyLoss, the Module around functional/cross_entropy
     checkpoint.py   atomic .npz checkpoints
     load.py         load_model(path) -> (model, tokenizer)
-    perf.py         tune_malloc()
+    perf.py         tune_malloc(), blas_threads(n)
+    data_parallel.py  DataParallel: the batch in parts, a model replica and a core each
 """
 from .load import load_model
 from .loop import ResumeMismatch, TrainConfig, TrainingDiverged, TrainingInterrupted, train

@@ -1,9 +1,8 @@
 """Data parallelism on the cores of one CPU: the batch cut in parts, one model replica per part.
 
-    parallel = DataParallel(model, n_replicas=2)   # replicas share the model's parameter arrays
-    loss, backward = parallel.loss(task, batch)    # each part's forward and loss, one thread each
-    backward()                                     # each part's backward; model.grads = their sum
-    parallel.close()                               # (or: with DataParallel(...) as parallel:)
+    with DataParallel(model, n_replicas=2) as parallel:   # replicas share the model's parameters
+        loss, backward = parallel.loss(task, batch)   # each part's forward and loss, a thread each
+        backward()                                    # each part's backward; model.grads = their sum
 
 The math. The loss is a mean over the batch's kept targets (cross_entropy.py). Cut
 the batch into parts i, with N_i kept targets and mean loss L_i each, N = Σ_i N_i:
@@ -18,7 +17,13 @@ here with the threads of one CPU.
 Why it is faster. A step is matrix products, which OpenBLAS spreads over every core,
 and elementwise passes (exp, tanh, the norms), which NumPy runs on ONE core. With a
 replica per core, each replica's products on one BLAS thread (perf.blas_threads),
-both kinds of work use every core. NumPy lets go of the GIL inside its loops, so the
+both kinds of work use every core. The ``with`` block holds OpenBLAS at that count
+for its whole length, not only during the parts: a product on two BLAS threads
+anywhere in between (the gradient norm's dot products) wakes OpenBLAS's worker
+thread, which then spins on a core for milliseconds, exactly when the next step's
+parts want both cores (measured: a step of the parts 1.8x slower right after such
+a product). Outside a ``with`` block ``loss`` works too, with the BLAS threads as
+they are. NumPy lets go of the GIL inside its loops, so the
 threads run at the same time except for the Python between the calls. Measured on
 2 cores (AMD Zen 3, AVX2), steps of the default GPT: benchmarks/RESULTS.md.
 
@@ -38,7 +43,7 @@ from __future__ import annotations
 
 import copy
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
+from contextlib import ExitStack
 
 import numpy
 
@@ -108,6 +113,7 @@ class DataParallel:
         control = blas_thread_control()                   # None: the BLAS's threads stay as they are
         self.threads_per_replica = max(1, control[0]() // n_replicas) if control and n_replicas > 1 else None
         self.pool = ThreadPoolExecutor(n_replicas - 1) if n_replicas > 1 else None
+        self._settings = ExitStack()                      # what __enter__ set, undone by close()
 
     def loss(self, task, batch, smoothing: float = 0.0):
         """(L, backward): the batch's mean loss (a Python float) and a function that runs every
@@ -137,18 +143,21 @@ class DataParallel:
                     g_i[...] = 0
         return L, backward
 
+    def release_caches(self) -> None:
+        """Drop every replica's forward caches (after a ``loss`` that no backward follows)."""
+        for replica in self.replicas:
+            replica.release_caches()
+
     def _run(self, work, replicas, args) -> list:
-        """[work(replica_i, args_i)], part 0 in this thread, the others on the pool; the parts
-        run with ``threads_per_replica`` BLAS threads each (where this process can set them). On an error (or Ctrl-C) the
+        """[work(replica_i, args_i)], part 0 in this thread, the others on the pool. On an error (or Ctrl-C) the
         parts are waited for, every cache is dropped and the other replicas' gradients zeroed."""
         if len(replicas) == 1:
             return [work(replicas[0], args[0])]
         futures = []
         try:
-            with blas_threads(self.threads_per_replica) if self.threads_per_replica else nullcontext():
-                futures = [self.pool.submit(work, r, a) for r, a in zip(replicas[1:], args[1:])]
-                first = work(replicas[0], args[0])
-                return [first] + [f.result() for f in futures]
+            futures = [self.pool.submit(work, r, a) for r, a in zip(replicas[1:], args[1:])]
+            first = work(replicas[0], args[0])
+            return [first] + [f.result() for f in futures]
         except BaseException:
             for future in futures:
                 if not future.cancel():
@@ -160,10 +169,15 @@ class DataParallel:
             raise
 
     def close(self) -> None:
+        """Give OpenBLAS its thread count back (if the block set it), stop the worker threads."""
+        self._settings.close()
         if self.pool is not None:
             self.pool.shutdown(wait=True)
 
     def __enter__(self):
+        """OpenBLAS at ``threads_per_replica`` threads until the block ends (module docstring)."""
+        if self.threads_per_replica is not None:
+            self._settings.enter_context(blas_threads(self.threads_per_replica))
         return self
 
     def __exit__(self, *exc):

@@ -259,16 +259,22 @@ class _SigintGuard:
             raise KeyboardInterrupt
 
 
-def evaluate(model, task, split: str, n_batches: int, seed: int, device="cpu") -> float:
-    """Mean loss over ``n_batches`` batches drawn from a generator seeded with ``seed`` (eval mode)."""
+def evaluate(model, task, split: str, n_batches: int, seed: int, device="cpu", parallel=None) -> float:
+    """Mean loss over ``n_batches`` batches drawn from a generator seeded with ``seed`` (eval mode).
+    ``parallel``: a ``DataParallel`` of ``model`` computes each batch's loss on its replicas."""
     rng = np.random.default_rng(seed)
     was_training = model.training
     model.eval()
     total = 0.0
     for _ in range(n_batches):
-        logits, targets = task.forward(model, task.batch(split, rng), device)
-        total += float(cross_entropy_forward(logits, targets)[0])
-        model.release_caches()          # evaluation runs no backward
+        batch = task.batch(split, rng)
+        if parallel is None:
+            logits, targets = task.forward(model, batch, device)
+            total += float(cross_entropy_forward(logits, targets)[0])
+            model.release_caches()          # evaluation runs no backward
+        else:
+            total += parallel.loss(task, batch)[0]
+            parallel.release_caches()
     model.train(was_training)
     return total / n_batches
 
@@ -306,12 +312,13 @@ def train(model, task, cfg: TrainConfig, *, optimizer=None, checkpoint_path=None
     generators = [batch_rng] + dropout_generators(model)
     done, states = start, None       # steps completed; the generators' states when step done+1 began
     t0 = time.perf_counter()
-    with _SigintGuard() as guard, DataParallel(model, n_replicas) as parallel:
+    with _SigintGuard() as guard, DataParallel(model, n_replicas) as data_parallel:
+        parallel = data_parallel if n_replicas > 1 else None      # None: the plain step
         try:
             for step in range(start + 1, cfg.steps + 1):
                 states = [generator_state(g) for g in generators]     # a few small dicts: cheap
                 loss = train_step(model, task, task.batch("train", batch_rng), optimizer, schedule(step), cfg,
-                                  device, step=step, guard=guard, parallel=parallel if n_replicas > 1 else None)
+                                  device, step=step, guard=guard, parallel=parallel)
                 result.history.append((step, loss))
                 done, states = step, None
                 guard.check()                     # a Ctrl-C held back during the update
@@ -322,7 +329,8 @@ def train(model, task, cfg: TrainConfig, *, optimizer=None, checkpoint_path=None
                                   elapsed / n_done * (cfg.steps - step)))
                 if step % cfg.eval_interval == 0 and step != cfg.steps:
                     t_eval = time.perf_counter()
-                    tr, va = (evaluate(model, task, s, cfg.eval_batches, cfg.seed + 7, device) for s in ("train", "val"))
+                    tr, va = (evaluate(model, task, s, cfg.eval_batches, cfg.seed + 7, device, parallel)
+                              for s in ("train", "val"))
                     result.evals.append((step, tr, va))
                     log(f"step {step}: eval train {tr:.4f} | val {va:.4f}")
                     t0 += time.perf_counter() - t_eval            # evaluation is not training time
@@ -337,15 +345,15 @@ def train(model, task, cfg: TrainConfig, *, optimizer=None, checkpoint_path=None
         except KeyboardInterrupt:
             _interrupted(model, optimizer, batch_rng, generators, states, done, result, cfg, meta,
                          checkpoint_path, log)
-    result.seconds = time.perf_counter() - t0
-    n = result.final_eval_batches = final_eval_batch_count(cfg)
-    log(f"final evaluation: {n} batches of train, {n} of val")
-    t_eval = time.perf_counter()
-    for split, seed in (("train", cfg.seed + 11), ("val", cfg.seed + 13)):
-        t_split = time.perf_counter()
-        loss = evaluate(model, task, split, n, seed, device)
-        setattr(result, f"final_{split}_loss", loss)
-        log(f"final evaluation, {split}: loss {loss:.4f} ({time.perf_counter() - t_split:.1f} s)")
+        result.seconds = time.perf_counter() - t0
+        n = result.final_eval_batches = final_eval_batch_count(cfg)
+        log(f"final evaluation: {n} batches of train, {n} of val")
+        t_eval = time.perf_counter()
+        for split, seed in (("train", cfg.seed + 11), ("val", cfg.seed + 13)):
+            t_split = time.perf_counter()
+            loss = evaluate(model, task, split, n, seed, device, parallel)
+            setattr(result, f"final_{split}_loss", loss)
+            log(f"final evaluation, {split}: loss {loss:.4f} ({time.perf_counter() - t_split:.1f} s)")
     result.eval_seconds = time.perf_counter() - t_eval
     result.evals.append((cfg.steps, result.final_train_loss, result.final_val_loss))
     return result
