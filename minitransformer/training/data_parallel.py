@@ -17,15 +17,16 @@ here with the threads of one CPU.
 Why it is faster. A step is matrix products, which OpenBLAS spreads over every core,
 and elementwise passes (exp, tanh, the norms), which NumPy runs on ONE core. With a
 replica per core, each replica's products on one BLAS thread (perf.blas_threads),
-both kinds of work use every core. The ``with`` block holds OpenBLAS at that count
-for its whole length, not only during the parts: a product on two BLAS threads
-anywhere in between (the gradient norm's dot products) wakes OpenBLAS's worker
-thread, which then spins on a core for milliseconds, exactly when the next step's
-parts want both cores (measured: a step of the parts 1.8x slower right after such
-a product). Outside a ``with`` block ``loss`` works too, with the BLAS threads as
-they are. NumPy lets go of the GIL inside its loops, so the
+both kinds of work use every core. NumPy lets go of the GIL inside its loops, so the
 threads run at the same time except for the Python between the calls. Measured on
 2 cores (AMD Zen 3, AVX2), steps of the default GPT: benchmarks/RESULTS.md.
+
+The ``with`` block holds OpenBLAS at one thread a replica for its whole length, not
+only while the parts run: a product on two BLAS threads anywhere in between (the
+gradient norm's dot products) wakes OpenBLAS's worker thread, which then spins on a
+core for milliseconds, just when the next step's parts want both cores (measured: the
+parts took 1.8x as long right after a step on two BLAS threads). Outside a ``with``
+block ``loss`` works too, with the BLAS threads as they are.
 
 What is shared. A replica is a deep copy of the model whose parameters ARE the
 model's arrays (the optimizer updates them in place: every replica sees each
@@ -72,7 +73,8 @@ def n_replicas_for(model, batch, requested: int) -> tuple[int, str]:
     n = min(requested, cores, B)
     if n < 2:
         return 1, f"off ({cores} BLAS thread{'s' * (cores != 1)}, {B} example{'s' * (B != 1)} a batch)"
-    return n, f"{n} replicas, one thread each, {max(1, cores // n)} BLAS thread(s) each"
+    k = max(1, cores // n)                                 # BLAS threads a replica
+    return n, f"{n} replicas, a thread and {k} BLAS thread{'s' * (k != 1)} each"
 
 
 def _draws_dropout(module) -> bool:
@@ -149,8 +151,9 @@ class DataParallel:
             replica.release_caches()
 
     def _run(self, work, replicas, args) -> list:
-        """[work(replica_i, args_i)], part 0 in this thread, the others on the pool. On an error (or Ctrl-C) the
-        parts are waited for, every cache is dropped and the other replicas' gradients zeroed."""
+        """[work(replica_i, args_i)], part 0 in this thread, the others on the pool. On an error
+        (or Ctrl-C) the parts are waited for, every cache is dropped and the other replicas'
+        gradients zeroed."""
         if len(replicas) == 1:
             return [work(replicas[0], args[0])]
         futures = []
