@@ -120,7 +120,7 @@ def test_an_error_in_a_worker_thread_reaches_the_caller_and_leaves_the_replicas_
         task.forward = forward                # the next step runs as if nothing happened
         L, backward = parallel.loss(task, batch)
         backward()
-    L_whole, grads = _whole_batch(model.astype(np.float64), task, batch)
+    L_whole, _ = _whole_batch(model, task, batch)
     assert L == pytest.approx(L_whole, rel=RTOL)
 
 
@@ -180,9 +180,8 @@ def test_blas_threads_sets_the_count_inside_the_block_only():
     with blas_threads(1):
         assert get() == 1
     assert get() == before
-    with pytest.raises(KeyError):
-        with blas_threads(1):
-            raise KeyError("inside")
+    with pytest.raises(KeyError), blas_threads(1):
+        raise KeyError("inside")
     assert get() == before
     with DataParallel(GPT(GPTConfig(vocab_size=V, block_size=T, n_layer=1, n_head=2, d_model=8), rng=0), 2) as p:
         assert get() == max(1, before // 2) == p.threads_per_replica   # for the block's whole length

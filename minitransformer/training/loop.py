@@ -43,8 +43,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .data_parallel import DataParallel, n_replicas_for
 from .checkpoint import generator_state, load_checkpoint, save_checkpoint, set_generator_state
+from .data_parallel import DataParallel, n_replicas_for
 from ..functional._kernels import fast
 from ..functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from ..optim import AdamW, clip_grad_norm, warmup_cosine_schedule
