@@ -193,6 +193,9 @@ def test_blas_threads_sets_the_count_inside_the_block_only():
     with pytest.raises(KeyError), blas_threads(1):
         raise KeyError("inside")
     assert get() == before
+    with pytest.raises(ValueError, match="n: expected"), blas_threads(0):
+        pass
+    assert get() == before
     with DataParallel(GPT(GPTConfig(vocab_size=V, block_size=T, n_layer=1, n_head=2, d_model=8), rng=0), 2) as p:
         assert get() == max(1, before // 2) == p.threads_per_replica   # for the block's whole length
     assert get() == before

@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import functools
 import ctypes.util
+import functools
 import os
+
+from ..validate import check_int
 
 _M_TRIM_THRESHOLD = -1      # mallopt parameter numbers, from glibc's malloc.h
 _M_MMAP_THRESHOLD = -3
@@ -81,6 +83,7 @@ def blas_threads(n: int):
     Raises RuntimeError where NumPy's BLAS is not an OpenBLAS this module can reach
     (``blas_thread_control()`` is None): check that first.
     """
+    n = check_int("n", n, low=1)
     control = blas_thread_control()
     if control is None:
         raise RuntimeError("blas_threads: NumPy's BLAS is not an OpenBLAS whose thread count can be set "
