@@ -73,8 +73,13 @@ def n_replicas_for(model, batch, requested: int) -> tuple[int, str]:
     n = min(requested, cores, B)
     if n < 2:
         return 1, f"off ({cores} BLAS thread{'s' * (cores != 1)}, {B} example{'s' * (B != 1)} a batch)"
-    k = max(1, cores // n)                                 # BLAS threads a replica
+    k = _blas_threads_each(cores, n)
     return n, f"{n} replicas, a thread and {k} BLAS thread{'s' * (k != 1)} each"
+
+
+def _blas_threads_each(cores: int, n_replicas: int) -> int:
+    """OpenBLAS threads a replica gets: the cores OpenBLAS had, shared out (at least 1)."""
+    return max(1, cores // n_replicas)
 
 
 def _draws_dropout(module) -> bool:
@@ -113,7 +118,7 @@ class DataParallel:
         self.replicas = [model] + [replicate(model) for _ in range(n_replicas - 1)]
         self.grads = [[g for _, _, g in r.parameters()] for r in self.replicas]   # the same order in each
         control = blas_thread_control()                   # None: the BLAS's threads stay as they are
-        self.threads_per_replica = max(1, control[0]() // n_replicas) if control and n_replicas > 1 else None
+        self.threads_per_replica = _blas_threads_each(control[0](), n_replicas) if control and n_replicas > 1 else None
         self.pool = ThreadPoolExecutor(n_replicas - 1) if n_replicas > 1 else None
         self._settings = ExitStack()                      # what __enter__ set, undone by close()
 
