@@ -45,7 +45,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_step import CONFIGS, VOCAB, _status_kb, build, checked_environment, machine, make_task, stepper  # noqa: E402
+from train_step import CONFIGS, VOCAB, _status_kb, build, checked_environment, machine, make_task, replica_count, stepper  # noqa: E402
 
 
 def torch_model(name: str, seed: int = 0, device: str = "cpu", vocab: int = VOCAB):
@@ -115,8 +115,8 @@ def torch_model(name: str, seed: int = 0, device: str = "cpu", vocab: int = VOCA
 def _numpy_step(name, recompute=False, data_parallel=None):
     model, task, cfg, opt, rng = build(name, recompute=recompute, data_parallel=data_parallel)
     import numpy as np
-    step, replicas = stepper(model, task, opt, cfg, task.batch("train", np.random.default_rng(0)))
-    return step, task, rng, replicas
+    step, parallel = stepper(model, task, opt, cfg, task.batch("train", np.random.default_rng(0)))
+    return step, task, rng, replica_count(parallel)
 
 
 def run_one(name: str, lib: str, steps: int, warmup: int, malloc: bool = True, recompute: bool = False,

@@ -37,8 +37,9 @@ in place, with the caches and operands of a real step, over 5 instrumented steps
 The sum over one step of the products whose operands are both at least 2-D is
 ``gemm_ms`` (median over the steps); ``matmul_share`` is the median over the same
 steps of that sum divided by the step's own time and by the number of replicas
-(with n replicas, the products of n threads add up: the share of the cores' time). (The wrapper slows every other
-ufunc a little, so the share is, if anything, understated; dividing by the plain
+(with n replicas, the products of n threads add up: the share of the cores' time;
+a product's time in a thread includes taking the GIL back at its end). (The wrapper
+slows every other ufunc a little, so the share is, if anything, understated; dividing by the plain
 steps' median instead would mix two moments of a machine whose speed drifts.)
 """
 from __future__ import annotations
@@ -92,15 +93,21 @@ def build(name: str, seed: int = 0, recompute: bool = False, data_parallel: int 
 
 
 def stepper(model, task, opt, cfg, batch):
-    """(step(batch), replicas): ``train_step`` with the batch split over the replicas that
-    ``train()`` would use for this model and batch (training/data_parallel.py)."""
+    """(step(batch), parallel): ``train_step`` with the batch split over the replicas that
+    ``train()`` would use for this model and batch (training/data_parallel.py); ``parallel`` is
+    the entered DataParallel (it holds OpenBLAS's thread count, as in a run: close it before
+    another stepper reads the count) or None for one replica."""
     from minitransformer.training.data_parallel import DataParallel, n_replicas_for
     from minitransformer.training.loop import train_step
 
     n, _ = n_replicas_for(model, batch, cfg.data_parallel)
-    # entered for the rest of the process, as train() holds it for a whole run (its BLAS thread count)
     parallel = DataParallel(model, n).__enter__() if n > 1 else None
-    return (lambda b: train_step(model, task, b, opt, cfg.lr, cfg, parallel=parallel)), n
+    return (lambda b: train_step(model, task, b, opt, cfg.lr, cfg, parallel=parallel)), parallel
+
+
+def replica_count(parallel) -> int:
+    """The replicas a stepper's step runs on."""
+    return 1 if parallel is None else len(parallel.replicas)
 
 
 def checked_environment(parser, args) -> dict:
@@ -178,7 +185,8 @@ def measure(name: str, steps: int, warmup: int, recompute: bool = False, data_pa
 
     model, task, cfg, opt, rng = build(name, recompute=recompute, data_parallel=data_parallel)
     batches = [task.batch("train", rng) for _ in range(warmup + steps + 6)]
-    step, replicas = stepper(model, task, opt, cfg, batches[0])
+    step, parallel = stepper(model, task, opt, cfg, batches[0])
+    replicas = replica_count(parallel)
     rss0 = _status_kb("VmRSS")
     for i in range(warmup):
         step(batches[i])
@@ -192,6 +200,8 @@ def measure(name: str, steps: int, warmup: int, recompute: bool = False, data_pa
     step(batches[-7])
     traced_peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
+    if parallel is not None:
+        parallel.close()                  # OpenBLAS's count back, for the instrumented run's own replicas
     gemm_ms, gemv_ms, gemm_calls, share, top = _matmul_time(model, task, cfg, batches[-6:])
     ms = np.array(times) * 1e3
     L, H, C, T, B = CONFIGS[name]
@@ -218,7 +228,8 @@ def _matmul_time(model, task, cfg, batches):
 
     model._map_params(as_timed)           # views: the same memory, every op now reports to MATMUL
     opt = make_optimizer(model, cfg)      # the new gradient arrays
-    step, replicas = stepper(model, task, opt, cfg, batches[0])   # replicas of the timed parameters
+    step, parallel = stepper(model, task, opt, cfg, batches[0])   # replicas of the timed parameters
+    replicas = replica_count(parallel)
     step(batches[0])                      # warm-up of the instrumented path
     MATMUL.reset()
     gemm, gemv, share = [], [], []
@@ -229,6 +240,8 @@ def _matmul_time(model, task, cfg, batches):
         gemm.append(MATMUL.gemm_seconds - g0)
         gemv.append(MATMUL.gemv_seconds - v0)
         share.append(gemm[-1] / total / replicas)
+    if parallel is not None:
+        parallel.close()
     n = len(batches) - 1
     top = sorted(MATMUL.shapes.items(), key=lambda kv: -kv[1][1])[:6]
     top = [f"{a}@{b}: {c // n}x {s / n * 1e3:.1f} ms" for (a, b), (c, s) in top]
