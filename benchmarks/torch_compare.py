@@ -14,9 +14,10 @@ the head tied to the token embedding, dropout 0. The step is the same as
 ``minitransformer.training.loop.train_step``: forward, cross-entropy, backward,
 ``clip_grad_norm_(1.0)``, AdamW(lr 1e-3, betas (0.9, 0.99), weight decay 0.1 on the 2-D
 weights only), ``zero_grad()``. The NumPy step splits the batch over the model replicas
-that ``train()`` uses (``TrainConfig.data_parallel``, training/data_parallel.py: one
-thread and one BLAS thread each on 2 cores; ``--data-parallel 1``: one replica, 2 BLAS
-threads); ``data_parallel`` in the JSON says how many ran.
+that ``train()`` uses (``TrainConfig.data_parallel``, training/data_parallel.py: the
+timed process and a forked worker process, one BLAS thread each on 2 cores;
+``--data-parallel 1``: one replica, 2 BLAS threads); ``data_parallel`` in the JSON says
+how many ran.
 
 Timing: each library runs in a FRESH subprocess of ``--steps`` timed steps (after
 ``--warmup`` untimed ones), ``--rounds`` times, the order alternating (NumPy, PyTorch,
@@ -33,7 +34,9 @@ between rounds moves least.
 Memory: ``peak_rss_mb`` = VmHWM after the steps minus VmRSS after the imports (before
 the model is built), the largest over the rounds: parameters, gradients, optimizer
 state, activations and library buffers, everything the training holds at its peak,
-as the operating system counts it.
+as the operating system counts it; NumPy's side adds what its data-parallel worker
+processes allocated (each one's VmHWM after the steps minus its VmRSS before them:
+a forked worker starts with this process's pages, shared, so only its own growth counts).
 """
 from __future__ import annotations
 
@@ -45,7 +48,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_step import CONFIGS, VOCAB, _status_kb, build, checked_environment, machine, make_task, replica_count, stepper  # noqa: E402
+from train_step import (CONFIGS, VOCAB, _status_kb, build, checked_environment, machine, make_task,  # noqa: E402
+                        memory_kb, replica_count, stepper, workers_growth_kb)
 
 
 def torch_model(name: str, seed: int = 0, device: str = "cpu", vocab: int = VOCAB):
@@ -116,7 +120,7 @@ def _numpy_step(name, recompute=False, data_parallel=None):
     model, task, cfg, opt, rng = build(name, recompute=recompute, data_parallel=data_parallel)
     import numpy as np
     step, parallel = stepper(model, task, opt, cfg, task.batch("train", np.random.default_rng(0)))
-    return step, task, rng, replica_count(parallel)
+    return step, task, rng, parallel
 
 
 def run_one(name: str, lib: str, steps: int, warmup: int, malloc: bool = True, recompute: bool = False,
@@ -134,11 +138,13 @@ def run_one(name: str, lib: str, steps: int, warmup: int, malloc: bool = True, r
         torch.set_num_threads(int(os.environ.get("OPENBLAS_NUM_THREADS", "2")))
     import minitransformer.training.loop  # noqa: F401  (both processes import the same NumPy side)
     rss0 = _status_kb("VmRSS")
+    parallel = None
     if lib == "torch":
         step = torch_model(name)
         task, rng = make_task(name)
     else:
-        step, task, rng, replicas = _numpy_step(name, recompute, data_parallel)
+        step, task, rng, parallel = _numpy_step(name, recompute, data_parallel)
+    workers0 = parallel.call_workers(memory_kb) if parallel is not None else []
     batches = [task.batch("train", rng) for _ in range(warmup + steps)]
     ms = []
     for i, batch in enumerate(batches):
@@ -146,8 +152,9 @@ def run_one(name: str, lib: str, steps: int, warmup: int, malloc: bool = True, r
         step(batch)
         if i >= warmup:
             ms.append((time.perf_counter() - t0) * 1e3)
-    return {"lib": lib, "ms": ms, "peak_rss_mb": round((_status_kb("VmHWM") - rss0) / 1024, 1),
-            "data_parallel": replicas if lib == "numpy" else None}
+    grown = _status_kb("VmHWM") - rss0 + workers_growth_kb(parallel, workers0)   # + the worker processes'
+    return {"lib": lib, "ms": ms, "peak_rss_mb": round(grown / 1024, 1),
+            "data_parallel": replica_count(parallel) if lib == "numpy" else None}
 
 
 def compare(name: str, steps: int, warmup: int, rounds: int, env, malloc: bool = True,

@@ -27,7 +27,9 @@ already. Reported per config:
                                 parameters and optimizer state not counted
     peak_rss_delta_mb           VmHWM at the end minus VmRSS after building the model and
                                 optimizer (before the first step): the step's working
-                                memory as the operating system sees it, BLAS buffers included
+                                memory as the operating system sees it, BLAS buffers included;
+                                plus, with replicas, each worker process's VmHWM at the end
+                                minus its VmRSS before the first step
     params_mb                   parameters + gradients + AdamW state, for scale
 
 Matmul share. After the plain timing, the parameters are re-viewed as
@@ -37,8 +39,10 @@ in place, with the caches and operands of a real step, over 5 instrumented steps
 The sum over one step of the products whose operands are both at least 2-D is
 ``gemm_ms`` (median over the steps); ``matmul_share`` is the median over the same
 steps of that sum divided by the step's own time and by the number of replicas
-(with n replicas, the products of n threads add up: the share of the cores' time;
-a product's time in a thread includes taking the GIL back at its end). (The wrapper
+(with n replicas, the products of n processes add up, read from each worker
+process's own clock: the share of the cores' time; a product's time includes taking
+the GIL back at its end). ``gemm_calls`` counts every process's; ``top_gemms`` only
+this process's (replica 0: the parts are alike). (The wrapper
 slows every other ufunc a little, so the share is, if anything, understated; dividing by the plain
 steps' median instead would mix two moments of a machine whose speed drifts.)
 """
@@ -107,7 +111,22 @@ def stepper(model, task, opt, cfg, batch):
 
 def replica_count(parallel) -> int:
     """The replicas a stepper's step runs on."""
-    return 1 if parallel is None else len(parallel.replicas)
+    return 1 if parallel is None else parallel.n_replicas
+
+
+def memory_kb(replica=None) -> tuple[int, int]:
+    """(VmRSS, VmHWM) of this process in kB; a DataParallel's ``call_workers(memory_kb)`` reads
+    its worker processes' (``replica`` unused)."""
+    return _status_kb("VmRSS"), _status_kb("VmHWM")
+
+
+def workers_growth_kb(parallel, start) -> int:
+    """The memory the worker processes added since ``start`` (their ``memory_kb`` then): the sum
+    over the workers of VmHWM now minus VmRSS then. A forked worker begins with this process's
+    pages (shared, counted in both RSS figures), so only what it allocated since counts."""
+    if parallel is None:
+        return 0
+    return sum(hwm - rss for (rss, _), (_, hwm) in zip(start, parallel.call_workers(memory_kb)))
 
 
 def checked_environment(parser, args) -> dict:
@@ -188,6 +207,7 @@ def measure(name: str, steps: int, warmup: int, recompute: bool = False, data_pa
     step, parallel = stepper(model, task, opt, cfg, batches[0])
     replicas = replica_count(parallel)
     rss0 = _status_kb("VmRSS")
+    workers0 = parallel.call_workers(memory_kb) if parallel is not None else []
     for i in range(warmup):
         step(batches[i])
     times = []
@@ -195,7 +215,7 @@ def measure(name: str, steps: int, warmup: int, recompute: bool = False, data_pa
         t0 = time.perf_counter()
         step(batches[i])
         times.append(time.perf_counter() - t0)
-    hwm = _status_kb("VmHWM")
+    hwm = _status_kb("VmHWM") + workers_growth_kb(parallel, workers0)   # this process's + the workers'
     tracemalloc.start()
     step(batches[-7])
     traced_peak = tracemalloc.get_traced_memory()[1]
@@ -222,7 +242,7 @@ def _matmul_time(model, task, cfg, batches):
     """GEMM and GEMV ms per step and the GEMM share of each step, measured in place (see module doc)."""
     import numpy as np
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from matmul_timer import MATMUL, as_timed
+    from matmul_timer import MATMUL, as_timed, clock_reading
 
     from minitransformer.training.loop import make_optimizer
 
@@ -232,20 +252,28 @@ def _matmul_time(model, task, cfg, batches):
     replicas = replica_count(parallel)
     step(batches[0])                      # warm-up of the instrumented path
     MATMUL.reset()
-    gemm, gemv, share = [], [], []
+    gemm, gemv, share, calls = [], [], [], 0
+
+    def clocks():                         # this process's and the worker processes' clocks, summed
+        readings = [clock_reading()] + (parallel.call_workers(clock_reading) if parallel is not None else [])
+        return [sum(column) for column in zip(*readings)]
+
     for b in batches[1:]:
-        g0, v0, t0 = MATMUL.gemm_seconds, MATMUL.gemv_seconds, time.perf_counter()
+        g0, v0, c0 = clocks()
+        t0 = time.perf_counter()
         step(b)
         total = time.perf_counter() - t0
-        gemm.append(MATMUL.gemm_seconds - g0)
-        gemv.append(MATMUL.gemv_seconds - v0)
+        g1, v1, c1 = clocks()
+        gemm.append(g1 - g0)
+        gemv.append(v1 - v0)
+        calls += c1 - c0
         share.append(gemm[-1] / total / replicas)
     if parallel is not None:
         parallel.close()
     n = len(batches) - 1
     top = sorted(MATMUL.shapes.items(), key=lambda kv: -kv[1][1])[:6]
     top = [f"{a}@{b}: {c // n}x {s / n * 1e3:.1f} ms" for (a, b), (c, s) in top]
-    return (float(np.median(gemm)) * 1e3, float(np.median(gemv)) * 1e3, MATMUL.gemm_calls // n,
+    return (float(np.median(gemm)) * 1e3, float(np.median(gemv)) * 1e3, calls // n,
             float(np.median(share)), top)
 
 

@@ -4,10 +4,14 @@
 
 checked against one forward and backward of the whole batch, in float64, for the model
 families and their targets (none ignored, MLM's few kept, seq2seq's padded, the
-classifiers' labels), over drawn batch sizes, replica counts and recomputation; plus what the training loop relies on: the replicas share
-the parameters and nothing else, errors leave them clean, resume stays bit for bit.
+classifiers' labels), over drawn batch sizes, replica counts and recomputation; plus what the
+training loop relies on: the worker processes see each step's parameters, follow train/eval
+mode, come out of errors (theirs, this process's, Ctrl-C) clean, a dead worker is named, and
+resume stays bit for bit.
 """
-import threading
+import multiprocessing
+import os
+import signal
 
 import numpy as np
 import pytest
@@ -73,8 +77,7 @@ def test_the_parts_gradients_add_up_to_the_whole_batchs(family, batch_size, n_re
         assert L == pytest.approx(L_whole, rel=rtol, abs=atol)
         for name, _, g in model.parameters():
             np.testing.assert_allclose(g, grads_whole[name], rtol=rtol, atol=atol, err_msg=name)
-        for replica in parallel.replicas[1:]:     # summed into the model's and cleared
-            assert all(not g.any() for _, _, g in replica.parameters())
+        assert all(not g.any() for worker in parallel.workers for g in worker.grads)  # summed, cleared
 
 
 def test_a_batch_with_every_target_ignored_has_loss_0_and_no_gradient():
@@ -86,52 +89,120 @@ def test_a_batch_with_every_target_ignored_has_loss_0_and_no_gradient():
     assert L == 0.0 and all(not g.any() for _, _, g in model.parameters())
 
 
-def test_replicas_share_the_parameters_and_nothing_else():
+def _parameters(replica):
+    return {name: p.copy() for name, p, _ in replica.parameters()}
+
+
+def _modes(replica):
+    return [m.training for _, m in replica.named_modules()]
+
+
+def _holds_caches(replica):
+    return any(m._cache is not None for _, m in replica.named_modules())
+
+
+def _blas_count(replica):
+    return blas_thread_control()[0]()
+
+
+class _FailsIn:
+    """A task whose forward raises ``error`` in the process ``pid`` or in every other one."""
+
+    def __init__(self, task, pid, error, here):
+        self.task, self.pid, self.error, self.here = task, pid, error, here
+
+    def forward(self, model, batch, device="cpu"):
+        if (os.getpid() == self.pid) == self.here:
+            raise self.error
+        return self.task.forward(model, batch, device)
+
+
+def test_replicate_puts_the_given_arrays_in_a_copy_of_the_model():
+    model = GPT(GPTConfig(vocab_size=V, block_size=T, n_layer=1, n_head=2, d_model=8), rng=0)  # tied head
+    params = [p.copy() for _, p, _ in model.parameters()]
+    grads = [np.zeros_like(p) for p in params]
+    replica = replicate(model, params, grads)
+    triples = list(replica.parameters())
+    assert [p for _, p, _ in triples] == params and [g for _, _, g in triples] == grads   # the same objects
+    assert all(p is q for (_, p, _), q in zip(triples, params))
+    assert all(p is not q for (_, p, _), (_, q, _) in zip(triples, model.parameters()))
+    assert len(triples) == len(list(model.parameters()))          # the tied weight still one array
+
+
+def test_the_workers_see_each_steps_parameters():
     model, task = _family("gpt", 4, 1)
-    replica = replicate(model)
-    pairs = list(zip(model.parameters(), replica.parameters()))
-    assert pairs and all(p is p_r and g is not g_r for (_, p, g), (_, p_r, g_r) in pairs)
     cfg = TrainConfig(data_parallel=2)
     optimizer = make_optimizer(model, cfg)
-    before = {name: p.copy() for name, p, _ in replica.parameters()}
+    batch = task.batch("train", np.random.default_rng(1))
     with DataParallel(model, 2) as parallel:
-        train_step(model, task, task.batch("train", np.random.default_rng(1)), optimizer, 1e-2, cfg,
-                   parallel=parallel)
-        moved = [name for name, p, _ in parallel.replicas[1].parameters() if not np.array_equal(p, before[name])]
-    assert len(moved) == len(before)          # the update reached the replica: the same arrays
+        for _ in range(2):                    # the update happens in this process's arrays only
+            train_step(model, task, batch, optimizer, 1e-2, cfg, parallel=parallel)
+        L, _ = parallel.loss(task, batch)     # copies this step's parameters into the shared ones
+        seen = parallel.call_workers(_parameters)[0]
+        parallel.release_caches()
+    assert all(np.array_equal(seen[name], p) for name, p, _ in model.parameters())
+    assert L == pytest.approx(_whole_batch(model, task, batch)[0], rel=RTOL[np.float64])
 
 
-def test_replicas_follow_the_models_train_and_eval_modes():
+def test_replicas_follow_the_models_train_and_eval_modes_and_blas_count():
     model, task = _family("gpt", 4, 2)
     with DataParallel(model, 2) as parallel:
         model.eval()
         parallel.loss(task, task.batch("train", np.random.default_rng(2)))
-        assert not any(m.training for _, m in parallel.replicas[1].named_modules())
+        assert parallel.call_workers(_modes) == [[False] * len(_modes(model))]
         model.train()
         parallel.loss(task, task.batch("train", np.random.default_rng(2)))
-        assert all(m.training for _, m in parallel.replicas[1].named_modules())
+        assert parallel.call_workers(_modes) == [[True] * len(_modes(model))]
+        if parallel.threads_per_replica is not None:
+            assert parallel.call_workers(_blas_count) == [parallel.threads_per_replica]
 
 
-def test_an_error_in_a_worker_thread_reaches_the_caller_and_leaves_the_replicas_clean():
-    model, task = _family("gpt", 4, 3)
+@pytest.mark.parametrize("here", [False, True], ids=["in a worker", "in this process"])
+@pytest.mark.parametrize("error", [RuntimeError("a part failed"), KeyboardInterrupt()], ids=["error", "Ctrl-C"])
+def test_an_error_in_any_part_reaches_the_caller_and_leaves_every_replica_clean(here, error):
+    model, task = _family("gpt", 5, 3)
     batch = task.batch("train", np.random.default_rng(3))
-    forward = task.forward
-
-    def failing(replica, part, device="cpu"):
-        if threading.current_thread() is not threading.main_thread():
-            raise RuntimeError("a part failed")
-        return forward(replica, part, device)
-
-    with DataParallel(model, 2) as parallel:
-        task.forward = failing
-        with pytest.raises(RuntimeError, match="a part failed"):
-            parallel.loss(task, batch)
-        assert all(m._cache is None for r in parallel.replicas for _, m in r.named_modules())
-        task.forward = forward                # the next step runs as if nothing happened
-        L, backward = parallel.loss(task, batch)
+    failing = _FailsIn(task, os.getpid(), error, here)
+    with DataParallel(model, 3) as parallel:
+        with pytest.raises(type(error)):
+            parallel.loss(failing, batch)
+        assert not _holds_caches(model) and parallel.call_workers(_holds_caches) == [False, False]
+        L, backward = parallel.loss(task, batch)      # the next step runs as if nothing happened
         backward()
-    L_whole, _ = _whole_batch(model, task, batch)
+        grads = {name: g.copy() for name, _, g in model.parameters()}
+        model.zero_grad()
+    L_whole, grads_whole = _whole_batch(model, task, batch)
     assert L == pytest.approx(L_whole, rel=RTOL[np.float64])
+    for name, g in grads.items():
+        np.testing.assert_allclose(g, grads_whole[name], rtol=RTOL[np.float64], atol=ATOL[np.float64])
+
+
+def test_a_second_backward_is_refused_and_leaves_the_workers_clean():
+    model, task = _family("gpt", 4, 5)
+    batch = task.batch("train", np.random.default_rng(5))
+    with DataParallel(model, 2) as parallel:
+        _, backward = parallel.loss(task, batch)
+        backward()
+        with pytest.raises(RuntimeError, match="without a pending"):
+            backward()                            # no cache left, here or in the worker
+        assert parallel.call_workers(_holds_caches) == [False]
+        assert all(not g.any() for g in parallel.workers[0].grads)
+
+
+def test_a_task_that_cannot_be_pickled_and_a_dead_worker_are_named():
+    model, task = _family("gpt", 4, 6)
+    batch = task.batch("train", np.random.default_rng(6))
+    with DataParallel(model, 2) as parallel:
+        task.forward = lambda m, b, device="cpu": LanguageModelTask.forward(task, m, b, device)
+        with pytest.raises(TypeError, match="pickle"):
+            parallel.loss(task, batch)
+        del task.forward
+        parallel.loss(task, batch)
+        parallel.release_caches()
+        os.kill(parallel.workers[0].process.pid, signal.SIGKILL)
+        parallel.workers[0].process.join()
+        with pytest.raises(RuntimeError, match="worker process .* has ended"):
+            parallel.loss(task, batch)
 
 
 def test_train_with_two_replicas_follows_one_replica_and_resumes_bit_for_bit(tmp_path):
@@ -163,6 +234,9 @@ def test_when_data_parallelism_runs_and_why_not():
     dropout = GPT(GPTConfig(vocab_size=V, block_size=T, n_layer=1, n_head=2, d_model=8, p_drop=0.1), rng=0)
     n, why = n_replicas_for(dropout, batch, 2)
     assert n == 1 and "dropout" in why
+    with multiprocessing.get_context("fork").Pool(1) as pool:           # its workers are daemonic
+        n, why = pool.apply(n_replicas_for, (model, batch, 2))
+    assert n == 1 and "daemonic" in why
     with pytest.raises(ValueError, match="data_parallel"):
         n_replicas_for(model, batch, 0)
     with pytest.raises(ValueError, match="data_parallel"):

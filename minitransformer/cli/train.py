@@ -64,7 +64,7 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                         "(the model architecture can never change)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="cuda needs CuPy (default: cpu)")
     p.add_argument("--data-parallel", type=_integer(1), default=TrainConfig.data_parallel,
-                   help=f"model replicas, each on its own thread with a part of every batch (default: "
+                   help=f"model replicas, each in its own process with a part of every batch (default: "
                         f"{TrainConfig.data_parallel}; 1 = off; fewer where they cannot run: dropout, GPU)")
     p.add_argument("--recompute", action="store_true",
                    help="activation recomputation: each block redoes its forward in backward instead of "

@@ -1,7 +1,7 @@
 """Data parallelism on the cores of one CPU: the batch cut in parts, one model replica per part.
 
-    with DataParallel(model, n_replicas=2) as parallel:   # replicas share the model's parameters
-        loss, backward = parallel.loss(task, batch)   # each part's forward and loss, a thread each
+    with DataParallel(model, n_replicas=2) as parallel:   # replica 0: the model; the others: worker processes
+        loss, backward = parallel.loss(task, batch)   # each part's forward and loss, at the same time
         backward()                                    # each part's backward; model.grads = their sum
 
 The math. The loss is a mean over the batch's kept targets (cross_entropy.py). Cut
@@ -12,38 +12,59 @@ the batch into parts i, with N_i kept targets and mean loss L_i each, N = Σ_i N
 Each part runs its own forward and backward, with the upstream gradient
 dL_i = N_i / N in place of 1, and the parts' gradients are added up. It is the idea
 that trains one model on many GPUs (a part per GPU; the sum is the "all-reduce"),
-here with the threads of one CPU.
+here with the cores of one CPU.
 
 Why it is faster. A step is matrix products, which OpenBLAS spreads over every core,
 and elementwise passes (exp, tanh, the norms), which NumPy runs on ONE core. With a
 replica per core, each replica's products on one BLAS thread (perf.blas_threads),
-both kinds of work use every core. NumPy lets go of the GIL inside its loops, so the
-threads run at the same time except for the Python between the calls. Measured on
-2 cores (AMD Zen 3, AVX2), steps of the default GPT: benchmarks/RESULTS.md.
+both kinds of work use every core.
 
-The ``with`` block holds OpenBLAS at one thread a replica for its whole length, not
-only while the parts run: a product on two BLAS threads anywhere in between (the
-gradient norm's dot products) wakes OpenBLAS's worker thread, which then spins on a
-core for milliseconds, just when the next step's parts want both cores (measured: the
-parts took 1.8x as long right after a step on two BLAS threads). Outside a ``with``
-block ``loss`` works too, with the BLAS threads as they are.
+Why processes, not threads. NumPy lets go of the GIL inside its loops but holds it for
+the Python between them and for each call's set-up: two threads that each make some
+9,000 NumPy calls a step wait for each other there. Measured on 2 cores (AMD Zen 3,
+AVX2), half a step of config b on one core: 201 ms alone, 221-230 ms with another
+half in a second thread, 208 ms with it in a second process; whole steps of configs a
+and b 7-8% faster with a worker process than with a worker thread (c, whose NumPy calls
+are longer, 1-3%): benchmarks/RESULTS.md. So replicas 1, 2 ... live in worker processes,
+each with its own interpreter and its own GIL (the reason PyTorch's
+DistributedDataParallel runs a process per GPU). Replica 0 is the model itself, in
+this process.
 
-What is shared. A replica is a deep copy of the model whose parameters ARE the
-model's arrays (the optimizer updates them in place: every replica sees each
-update); its gradients and forward caches are its own. Each module's train/eval
-mode is copied from the model at every ``loss`` call.
+What is shared, and how. The workers are forked (multiprocessing's "fork": Linux and
+the like), so each starts with a copy of the model made here. Two kinds of arrays
+live in shared memory (an anonymous shared ``mmap``, the same pages in every process):
+the parameters, which ``loss`` copies in from the model at every call (the optimizer
+updates the model's own arrays; 3 MB for the default GPT, a fraction of a millisecond),
+and each worker's gradients, which ``backward`` adds into the model's and clears. The
+parts, the task (once per task object) and each module's train/eval mode travel
+through a pipe (pickled); so do the replies, a part's loss and kept-target count.
+Workers ignore Ctrl-C (the training loop handles it here) and end when the
+DataParallel closes or this process ends.
+
+The ``with`` block holds OpenBLAS at one thread a replica in this process for its
+whole length, not only while the parts run: a product on two BLAS threads anywhere in
+between (the gradient norm's dot products) wakes OpenBLAS's worker thread, which then
+spins on a core for milliseconds, just when the next step's parts want both cores
+(measured: the parts took 1.8x as long right after a step on two BLAS threads). The
+workers hold their count for their whole life.
 
 When (``n_replicas_for``): NumPy arrays, a model without dropout (each replica would
 draw from its own copy of the dropout generators: two parts would get the same
 masks, and a resumed run could not replay the draws), at least 2 examples in a
-batch, and an OpenBLAS whose thread count this process can set. Otherwise one
-replica: the plain step. The numbers are those of one replica up to rounding (the
-sums run in another order): tests/test_data_parallel.py.
+batch, an OpenBLAS whose thread count this process can set, and the "fork" start
+method in a process that may start others (not a daemonic one, such as a
+multiprocessing pool's worker). Otherwise one replica: the plain step. The numbers are those of one replica
+up to rounding (the sums run in another order): tests/test_data_parallel.py.
 """
 from __future__ import annotations
 
 import copy
-from concurrent.futures import ThreadPoolExecutor
+import mmap
+import multiprocessing
+import pickle
+import signal
+import traceback
+import weakref
 from contextlib import ExitStack
 
 import numpy
@@ -61,10 +82,14 @@ def n_replicas_for(model, batch, requested: int) -> tuple[int, str]:
         return 1, "off (data_parallel = 1)"
     arrays = batch if isinstance(batch, (tuple, list)) else (batch,)
     params = [p for _, p, _ in model.parameters()]
-    if not all(type(a) is numpy.ndarray for a in list(arrays) + params):
+    if not all(isinstance(a, numpy.ndarray) for a in list(arrays) + params):   # CuPy's are not
         return 1, "off (the batch or the parameters are not NumPy arrays)"
     if any(_draws_dropout(m) for _, m in model.named_modules()):
         return 1, "off (the model has dropout: the replicas would draw the same masks)"
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return 1, "off (this system cannot fork worker processes)"
+    if multiprocessing.current_process().daemon:
+        return 1, "off (this is a daemonic process, which may not start worker processes)"
     control = blas_thread_control()
     if control is None:
         return 1, "off (NumPy's BLAS is not an OpenBLAS whose thread count can be set)"
@@ -74,7 +99,8 @@ def n_replicas_for(model, batch, requested: int) -> tuple[int, str]:
     if n < 2:
         return 1, f"off ({cores} BLAS thread{'s' * (cores != 1)}, {B} example{'s' * (B != 1)} a batch)"
     k = _blas_threads_each(cores, n)
-    return n, f"{n} replicas, a thread and {k} BLAS thread{'s' * (k != 1)} each"
+    return n, (f"{n} replicas, this process and {n - 1} worker process{'es' * (n > 2)}, "
+               f"{k} BLAS thread{'s' * (k != 1)} each")
 
 
 def _blas_threads_each(cores: int, n_replicas: int) -> int:
@@ -99,88 +125,119 @@ def split_batch(batch, n: int) -> list[tuple]:
     return [tuple(p[i] for p in parts) for i in range(min(n, B))]
 
 
-def replicate(model):
-    """A deep copy of ``model`` whose parameters are ``model``'s own arrays (not copies);
-    its gradients start at zero, and no forward cache is carried over."""
-    shared = {id(p): p for _, p, _ in model.parameters()}  # deepcopy's memo: these stay themselves
-    replica = copy.deepcopy(model, memo=shared)
+def shared_like(arrays) -> list:
+    """Zero-filled arrays with the shapes, dtypes and array types of ``arrays``, views of one
+    anonymous shared mmap: a process forked afterwards reads and writes the same memory."""
+    offsets, size = [], 0
+    for a in arrays:
+        size = -(-size // 64) * 64                         # each array on a 64-byte boundary
+        offsets.append(size)
+        size += a.nbytes
+    buffer = mmap.mmap(-1, max(size, 1))                   # anonymous: MAP_SHARED, zero-filled
+    return [numpy.frombuffer(buffer, a.dtype, a.size, offset).reshape(a.shape).view(type(a))
+            for a, offset in zip(arrays, offsets)]
+
+
+def replicate(model, params, grads):
+    """A deep copy of ``model`` whose parameters are ``params`` and whose gradients are ``grads``
+    (lists in ``model.parameters()`` order; a tied array stays one array); no forward cache."""
+    replica = copy.deepcopy(model, memo={id(p): p for _, p, _ in model.parameters()})
+    new = {}
+    for (_, p, g), p_new, g_new in zip(replica.parameters(), params, grads):
+        new[id(p)], new[id(g)] = p_new, g_new
+    for _, module in replica.named_modules():
+        for name in module.params:
+            module.params[name] = new[id(module.params[name])]
+            module.grads[name] = new[id(module.grads[name])]
     replica.release_caches()
-    replica.zero_grad()
     return replica
 
 
+def part_loss(replica, task, part, smoothing: float, modes=None):
+    """(L_i, cache): the mean loss of one part on one replica (its cross-entropy cache kept for
+    the backward); ``modes``: each module's train/eval mode, in ``named_modules`` order."""
+    if modes is not None:
+        for (_, module), training in zip(replica.named_modules(), modes):
+            module.training = training
+    logits, targets = task.forward(replica, part)
+    L_i, cache = fast(cross_entropy_forward)(logits, targets, smoothing=smoothing)
+    return float(L_i), cache
+
+
 class DataParallel:
-    """``n_replicas`` replicas of ``model`` (the first is ``model`` itself), a thread each."""
+    """``n_replicas`` replicas of ``model``: the model itself here, the others in worker processes."""
 
     def __init__(self, model, n_replicas: int = 2):
         n_replicas = check_int("n_replicas", n_replicas, low=1)
-        self.model = model
-        self.replicas = [model] + [replicate(model) for _ in range(n_replicas - 1)]
-        self.grads = [[g for _, _, g in r.parameters()] for r in self.replicas]   # the same order in each
+        self.model, self.n_replicas = model, n_replicas
+        self.params = [p for _, p, _ in model.parameters()]
+        self.grads = [g for _, _, g in model.parameters()]
         control = blas_thread_control()                   # None: the BLAS's threads stay as they are
         self.threads_per_replica = _blas_threads_each(control[0](), n_replicas) if control and n_replicas > 1 else None
-        self.pool = ThreadPoolExecutor(n_replicas - 1) if n_replicas > 1 else None
+        self.shared_params = shared_like(self.params) if n_replicas > 1 else []
+        self.workers = [_Worker(model, self.shared_params, self.threads_per_replica) for _ in range(n_replicas - 1)]
+        self._task = None                                 # the task the workers hold
         self._settings = ExitStack()                      # what __enter__ set, undone by close()
+        self._finalizer = weakref.finalize(self, _stop, self.workers)
 
     def loss(self, task, batch, smoothing: float = 0.0):
         """(L, backward): the batch's mean loss (a Python float) and a function that runs every
         part's backward and leaves the sum of the parts' gradients in the model's ``grads``."""
-        parts = split_batch(batch, len(self.replicas))
-        replicas = self.replicas[:len(parts)]
-        for replica in replicas[1:]:
-            for (_, m), (_, r) in zip(self.model.named_modules(), replica.named_modules()):
-                r.training = m.training
-
-        def part_loss(replica, part):
-            logits, targets = task.forward(replica, part)
-            L_i, cache = fast(cross_entropy_forward)(logits, targets, smoothing=smoothing)
-            return float(L_i), cache
-
-        results = self._run(part_loss, replicas, parts)
-        N = sum(cache.n_kept for _, cache in results)
-        L = sum(cache.n_kept * L_i for L_i, cache in results) / N if N else 0.0
+        parts = split_batch(batch, self.n_replicas)
+        workers = self.workers[:len(parts) - 1]
+        if workers and task is not self._task:
+            self._run(self.workers, [("task", task)] * len(self.workers), lambda: None)
+            self._task = task
+        for shared, p in zip(self.shared_params, self.params):
+            shared[...] = p                               # the workers' parameters: this step's
+        modes = [m.training for _, m in self.model.named_modules()]
+        results = self._run(workers, [("loss", part, smoothing, modes) for part in parts[1:]],
+                            lambda: part_loss(self.model, task, parts[0], smoothing))
+        caches = [results[0][1]] + [None] * len(workers)  # the workers keep theirs
+        n_kept = [results[0][1].n_kept] + [n_i for _, n_i in results[1:]]
+        N = sum(n_kept)
+        L = sum(n_i * L_i for n_i, (L_i, _) in zip(n_kept, results)) / N if N else 0.0
+        weights = [n_i / N if N else 0.0 for n_i in n_kept]
 
         def backward():
-            def part_backward(replica, cache):
-                replica.backward(fast(cross_entropy_backward)(cache.n_kept / N if N else 0.0, cache))
-            self._run(part_backward, replicas, [cache for _, cache in results])
-            for i in range(1, len(replicas)):
-                for g, g_i in zip(self.grads[0], self.grads[i]):
+            self._run(workers, [("backward", w) for w in weights[1:]],
+                      lambda: self.model.backward(fast(cross_entropy_backward)(weights[0], caches[0])))
+            for worker in workers:
+                for g, g_i in zip(self.grads, worker.grads):
                     g += g_i                                # ∂L/∂θ = Σ_i (N_i / N) ∂L_i/∂θ
                     g_i[...] = 0
         return L, backward
 
     def release_caches(self) -> None:
         """Drop every replica's forward caches (after a ``loss`` that no backward follows)."""
-        for replica in self.replicas:
-            replica.release_caches()
+        self._run(self.workers, [("release",)] * len(self.workers), self.model.release_caches)
 
-    def _run(self, work, replicas, args) -> list:
-        """[work(replica_i, args_i)], part 0 in this thread, the others on the pool. On an error
-        (or Ctrl-C) the parts are waited for, every cache is dropped and the other replicas'
-        gradients zeroed."""
-        if len(replicas) == 1:
-            return [work(replicas[0], args[0])]
-        futures = []
+    def call_workers(self, fn, *args) -> list:
+        """[fn(replica, *args)] run in each worker process on its replica (``fn`` picklable: a
+        module-level function); for tests and benchmarks that look inside the workers."""
+        return self._run(self.workers, [("call", fn, args)] * len(self.workers), lambda: None)[1:]
+
+    def _run(self, workers, messages, own_work) -> list:
+        """[own_work()] + the workers' replies to ``messages`` (one each); the workers run while this
+        process does its own work. On an error anywhere (or Ctrl-C) every worker is waited for, every
+        replica's caches are dropped and the workers' gradients cleared, then it is raised."""
         try:
-            futures = [self.pool.submit(work, r, a) for r, a in zip(replicas[1:], args[1:])]
-            first = work(replicas[0], args[0])
-            return [first] + [f.result() for f in futures]
+            tickets = [worker.send(*message) for worker, message in zip(workers, messages)]
+            first = own_work()
+            return [first] + [worker.receive(ticket) for worker, ticket in zip(workers, tickets)]
         except BaseException:
-            for future in futures:
-                if not future.cancel():
-                    future.exception()                     # wait: its replica must be idle again
-            for replica in replicas:
-                replica.release_caches()
-            for replica in replicas[1:]:
-                replica.zero_grad()                        # the model's own: the caller's to clear
+            self.model.release_caches()                   # the model's gradients: the caller's to clear
+            for worker in self.workers:
+                try:
+                    worker.receive(worker.send("release"), raising=False)
+                except RuntimeError:
+                    pass                                  # a worker that has ended: the error says why
             raise
 
     def close(self) -> None:
-        """Give OpenBLAS its thread count back (if the block set it), stop the worker threads."""
+        """Stop the worker processes, give OpenBLAS its thread count back (if the block set it)."""
+        self._finalizer()
         self._settings.close()
-        if self.pool is not None:
-            self.pool.shutdown(wait=True)
 
     def __enter__(self):
         """OpenBLAS at ``threads_per_replica`` threads until the block ends (module docstring)."""
@@ -191,3 +248,120 @@ class DataParallel:
     def __exit__(self, *exc):
         self.close()
         return False
+
+
+class _Worker:
+    """A replica in a forked process: the pipe to it and the shared views of its gradients."""
+
+    def __init__(self, model, shared_params, threads):
+        self.grads = shared_like([g for _, _, g in model.parameters()])
+        replica = replicate(model, shared_params, self.grads)
+        context = multiprocessing.get_context("fork")
+        self.conn, child_end = context.Pipe()
+        self.process = context.Process(target=_serve, args=(child_end, replica, threads), daemon=True,
+                                       name="minitransformer-replica")
+        self.process.start()                               # the process holds its own copy of the replica
+        child_end.close()
+        self.ticket = 0                                    # numbers the requests; a reply carries its number
+
+    def send(self, *message) -> int:
+        self.ticket += 1
+        try:
+            self.conn.send((self.ticket,) + message)
+        except (pickle.PicklingError, TypeError, AttributeError) as exc:
+            raise TypeError(f"DataParallel sends {message[0]!r} to its worker processes, which needs "
+                            f"pickle: {exc}") from exc
+        except OSError:
+            self._ended()
+        return self.ticket
+
+    def receive(self, ticket: int, raising: bool = True):
+        """The reply to request ``ticket`` (older replies, left by an interrupted call, skipped)."""
+        while True:
+            try:
+                number, status, value = self.conn.recv()
+            except (EOFError, OSError):
+                if not raising:
+                    return None
+                self._ended()
+            if number == ticket:
+                break
+        if status == "error" and raising:
+            raise value
+        return value
+
+    def _ended(self):
+        self.process.join(timeout=1)
+        raise RuntimeError(f"data parallel: the worker process {self.process.pid} has ended (exit code "
+                           f"{self.process.exitcode}: killed, out of memory?); start a new DataParallel")
+
+
+def _serve(conn, replica, threads) -> None:
+    """A worker process: run each request on ``replica``, reply (ticket, "ok" or "error", value)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)           # Ctrl-C: the main process handles it
+    if threads is not None:
+        blas_thread_control()[1](threads)
+    held = {"task": None, "cache": None}
+    while True:
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):
+            return                                         # the main process has gone
+        if request is None:
+            return
+        ticket, op, *args = request
+        try:
+            reply = (ticket, "ok", _handle(replica, held, op, args))
+        except BaseException as exc:                       # the replica clean for the next request
+            held["cache"] = None
+            replica.release_caches()
+            replica.zero_grad()
+            reply = (ticket, "error", _picklable(exc))
+        conn.send(reply)
+
+
+def _handle(replica, held, op, args):
+    """One request in a worker: "task", "loss", "backward", "release" or "call"."""
+    if op == "task":
+        held["task"] = args[0]
+    elif op == "loss":
+        L_i, held["cache"] = part_loss(replica, held["task"], *args)
+        return L_i, held["cache"].n_kept
+    elif op == "backward":
+        cache, held["cache"] = held["cache"], None
+        replica.backward(fast(cross_entropy_backward)(args[0], cache))
+    elif op == "release":
+        held["cache"] = None
+        replica.release_caches()
+        replica.zero_grad()
+    elif op == "call":
+        fn, fn_args = args
+        return fn(replica, *fn_args)
+    return None
+
+
+def _picklable(exc: BaseException) -> BaseException:
+    """``exc`` with the worker's traceback as a note, or a RuntimeError saying it, if it cannot be pickled."""
+    where = f"in a data-parallel worker process:\n{''.join(traceback.format_exception(type(exc), exc, exc.__traceback__))}"
+    try:
+        if hasattr(exc, "add_note"):                       # Python 3.11 on
+            exc.add_note(where)
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:
+        return RuntimeError(f"{type(exc).__name__}: {exc} ({where})")
+
+
+def _stop(workers) -> None:
+    """Ask each worker to end, wait for it (a second at most, then terminate it)."""
+    for worker in workers:
+        try:
+            worker.conn.send(None)
+        except OSError:
+            pass
+    for worker in workers:
+        worker.process.join(timeout=1)
+        if worker.process.is_alive():
+            worker.process.terminate()
+            worker.process.join()
+        worker.conn.close()

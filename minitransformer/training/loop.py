@@ -23,8 +23,9 @@ freed memory for reuse (perf.tune_malloc): a step frees and allocates the same
 megabyte-sized arrays again and again, and fresh pages cost a page fault each.
 It is a process-wide setting, and it stays on after ``train`` returns. And unless
 ``TrainConfig.data_parallel`` is 1, the forward and backward run on two model replicas,
-half of the batch each, one core each (data_parallel.py; where they can: no dropout,
-NumPy, an OpenBLAS whose threads can be set); the rest of the step is the same.
+half of the batch each, one core each: the model here and a copy in a worker process
+(data_parallel.py; where they can: no dropout, NumPy, an OpenBLAS whose threads can be
+set, fork); the rest of the step is the same.
 
 The final evaluation is scaled to the run (``final_eval_batch_count``): steps // 25
 batches of each split, at least ``eval_batches`` and at most 200, unless
