@@ -12,6 +12,10 @@ resume stays bit for bit.
 import multiprocessing
 import os
 import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -273,3 +277,35 @@ def test_blas_threads_sets_the_count_inside_the_block_only():
     with DataParallel(GPT(GPTConfig(vocab_size=V, block_size=T, n_layer=1, n_head=2, d_model=8), rng=0), 2) as p:
         assert get() == max(1, before // 2) == p.threads_per_replica   # for the block's whole length
     assert get() == before
+
+
+_ORPHAN = """
+import numpy as np, sys, time
+from minitransformer.models import GPT, GPTConfig
+from minitransformer.training.data_parallel import DataParallel
+model = GPT(GPTConfig(vocab_size=11, block_size=8, n_layer=1, n_head=2, d_model=8), rng=0)
+parallel = DataParallel(model, 3)                 # the second worker's fork inherits the first's pipe
+print(*(worker.process.pid for worker in parallel.workers), flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_worker_ends_when_the_main_process_is_killed_outright(tmp_path):
+    main = subprocess.Popen([sys.executable, "-c", _ORPHAN], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    workers = [int(pid) for pid in main.stdout.readline().split()]
+    main.kill()                                   # SIGKILL: no atexit, no pipe closed by hand
+    main.wait()
+    deadline = time.monotonic() + 10
+    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(workers) == 2 and not any(_alive(w) for w in workers)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, or a pid reused, counts as ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

@@ -61,6 +61,7 @@ from __future__ import annotations
 import copy
 import mmap
 import multiprocessing
+import os
 import pickle
 import signal
 import traceback
@@ -258,7 +259,8 @@ class _Worker:
         replica = replicate(model, shared_params, self.grads)
         context = multiprocessing.get_context("fork")
         self.conn, child_end = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child_end, replica, threads), daemon=True,
+        self.process = context.Process(target=_serve, args=(child_end, self.conn, os.getpid(), replica, threads),
+                                       daemon=True,
                                        name="minitransformer-replica")
         self.process.start()                               # the process holds its own copy of the replica
         child_end.close()
@@ -296,14 +298,20 @@ class _Worker:
                            f"{self.process.exitcode}: killed, out of memory?); start a new DataParallel")
 
 
-def _serve(conn, replica, threads) -> None:
-    """A worker process: run each request on ``replica``, reply (ticket, "ok" or "error", value)."""
+def _serve(conn, parent_end, main_pid, replica, threads) -> None:
+    """A worker process: run each request on ``replica``, reply (ticket, "ok" or "error", value).
+    It ends when asked (None), when the pipe closes, or when the main process has gone (checked
+    every second: a main process killed outright closes no pipe that a later fork inherited)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)           # Ctrl-C: the main process handles it
+    parent_end.close()                                     # the main process's end, inherited by the fork
     if threads is not None:
         blas_thread_control()[1](threads)
     held = {"task": None, "cache": None}
     while True:
         try:
+            while not conn.poll(1.0):
+                if os.getppid() != main_pid:
+                    return                                 # orphaned: the main process has gone
             request = conn.recv()
         except (EOFError, OSError):
             return                                         # the main process has gone
