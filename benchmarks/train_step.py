@@ -32,19 +32,20 @@ already. Reported per config:
                                 minus its VmRSS before the first step
     params_mb                   parameters + gradients + AdamW state, for scale
 
-Matmul share. After the plain timing, the parameters are re-viewed as
-``benchmarks.matmul_timer.TimedArray`` (no copy), an ndarray subclass whose
-``__array_ufunc__`` times every ``np.matmul`` call, i.e. every ``@`` of the library,
-in place, with the caches and operands of a real step, over 5 instrumented steps.
-The sum over one step of the products whose operands are both at least 2-D is
-``gemm_ms`` (median over the steps); ``matmul_share`` is the median over the same
-steps of that sum divided by the step's own time and by the number of replicas
-(with n replicas, the products of n processes add up, read from each worker
-process's own clock: the share of the cores' time; a product's time includes taking
-the GIL back at its end). ``gemm_calls`` counts every process's; ``top_gemms`` only
-this process's (replica 0: the parts are alike). (The wrapper
-slows every other ufunc a little, so the share is, if anything, understated; dividing by the plain
-steps' median instead would mix two moments of a machine whose speed drifts.)
+Matmul share. After the plain timing, a twin of the model (the same config and seed)
+gets its parameters re-viewed as ``benchmarks.matmul_timer.TimedArray`` (no copy), an
+ndarray subclass whose ``__array_ufunc__`` times every ``np.matmul`` call, i.e. every
+``@`` of the library, in place, with the caches and operands of a real step; it runs on
+as many replicas as the plain step (each worker process times its own products, read
+back with ``DataParallel.call_workers``). Over 6 batches, a plain step and an
+instrumented step on the same batch run in turn (in ABBA order, so neither always goes
+first). The sum over one instrumented step of the products whose operands are both at
+least 2-D is ``gemm_ms`` (median); ``matmul_share`` is the median of that sum divided by
+the plain step's time on the same batch, run next to it, and by the number of replicas
+(with n replicas the products of n processes add up: the share of the cores' time).
+The wrapper slows every other ufunc (about 5% of b's step), not the products, hence the
+plain step in the denominator; ``matmul_share_of_timed_step`` divides by the
+instrumented step itself instead (the method before 2026-11-24: a lower bound).
 """
 from __future__ import annotations
 
@@ -96,16 +97,17 @@ def build(name: str, seed: int = 0, recompute: bool = False, data_parallel: int 
     return model, task, cfg, make_optimizer(model, cfg), rng
 
 
-def stepper(model, task, opt, cfg, batch):
+def stepper(model, task, opt, cfg, batch, parallel=None):
     """(step(batch), parallel): ``train_step`` with the batch split over the replicas that
     ``train()`` would use for this model and batch (training/data_parallel.py); ``parallel`` is
     the entered DataParallel (it holds OpenBLAS's thread count, as in a run: close it before
-    another stepper reads the count) or None for one replica."""
+    another stepper reads the count) or None for one replica. Given ``parallel``: that one."""
     from minitransformer.training.data_parallel import DataParallel, n_replicas_for
     from minitransformer.training.loop import train_step
 
-    n, _ = n_replicas_for(model, batch, cfg.data_parallel)
-    parallel = DataParallel(model, n).__enter__() if n > 1 else None
+    if parallel is None:
+        n, _ = n_replicas_for(model, batch, cfg.data_parallel)
+        parallel = DataParallel(model, n).__enter__() if n > 1 else None
     return (lambda b: train_step(model, task, b, opt, cfg.lr, cfg, parallel=parallel)), parallel
 
 
@@ -220,9 +222,10 @@ def measure(name: str, steps: int, warmup: int, recompute: bool = False, data_pa
     step(batches[-7])
     traced_peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
+    gemm_ms, gemv_ms, gemm_calls, share, share_timed, top = _matmul_time(name, recompute, task, batches[-7:],
+                                                                         step, parallel)
     if parallel is not None:
-        parallel.close()                  # OpenBLAS's count back, for the instrumented run's own replicas
-    gemm_ms, gemv_ms, gemm_calls, share, top = _matmul_time(model, task, cfg, batches[-6:])
+        parallel.close()
     ms = np.array(times) * 1e3
     L, H, C, T, B = CONFIGS[name]
     params_bytes = sum(p.nbytes for _, p, _ in model.parameters())
@@ -231,50 +234,62 @@ def measure(name: str, steps: int, warmup: int, recompute: bool = False, data_pa
             "steps": steps, "ms_median": round(med, 2), "ms_min": round(float(ms.min()), 2),
             "ms_max": round(float(ms.max()), 2), "tokens_per_s": round(B * T / med * 1e3),
             "gemm_ms": round(gemm_ms, 2), "gemm_calls": gemm_calls, "gemv_ms": round(gemv_ms, 2),
-            "matmul_share": round(share, 3),
+            "matmul_share": round(share, 3), "matmul_share_of_timed_step": round(share_timed, 3),
             "tracemalloc_peak_mb": round(traced_peak / 2**20, 1),
             "peak_rss_delta_mb": round((hwm - rss0) / 1024, 1),
             "params_mb": round(4 * params_bytes / 2**20, 1),   # p, grad, m, v
             "top_gemms": top, "machine": machine()}
 
 
-def _matmul_time(model, task, cfg, batches):
-    """GEMM and GEMV ms per step and the GEMM share of each step, measured in place (see module doc)."""
+def _matmul_time(name, recompute, task, batches, plain_step, plain_parallel):
+    """GEMM and GEMV ms per step and the GEMM share of the step (see module doc): a twin of the
+    model (same config and seed) on TimedArray parameters, stepped in turn with the plain one."""
     import numpy as np
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from matmul_timer import MATMUL, as_timed, clock_reading
 
+    from minitransformer.training.data_parallel import DataParallel
     from minitransformer.training.loop import make_optimizer
 
+    model, _, cfg, _, _ = build(name, recompute=recompute)
     model._map_params(as_timed)           # views: the same memory, every op now reports to MATMUL
     opt = make_optimizer(model, cfg)      # the new gradient arrays
-    step, parallel = stepper(model, task, opt, cfg, batches[0])   # replicas of the timed parameters
-    replicas = replica_count(parallel)
+    replicas = replica_count(plain_parallel)          # the plain step's (the BLAS count is held now)
+    parallel = DataParallel(model, replicas).__enter__() if replicas > 1 else None
+    step, _ = stepper(model, task, opt, cfg, batches[0], parallel=parallel)
     step(batches[0])                      # warm-up of the instrumented path
     MATMUL.reset()
-    gemm, gemv, share, calls = [], [], [], 0
+    gemm, gemv, share, share_timed, calls = [], [], [], [], 0
 
     def clocks():                         # this process's and the worker processes' clocks, summed
         readings = [clock_reading()] + (parallel.call_workers(clock_reading) if parallel is not None else [])
         return [sum(column) for column in zip(*readings)]
 
-    for b in batches[1:]:
+    def plain(b):
+        t0 = time.perf_counter()
+        plain_step(b)
+        return time.perf_counter() - t0
+
+    for i, b in enumerate(batches[1:]):
+        plain_s = plain(b) if i % 2 == 0 else 0.0        # plain and timed steps in turn, ABBA
         g0, v0, c0 = clocks()
         t0 = time.perf_counter()
         step(b)
         total = time.perf_counter() - t0
         g1, v1, c1 = clocks()
+        plain_s = plain_s or plain(b)
         gemm.append(g1 - g0)
         gemv.append(v1 - v0)
         calls += c1 - c0
-        share.append(gemm[-1] / total / replicas)
+        share.append(gemm[-1] / plain_s / replicas)
+        share_timed.append(gemm[-1] / total / replicas)
     if parallel is not None:
         parallel.close()
     n = len(batches) - 1
     top = sorted(MATMUL.shapes.items(), key=lambda kv: -kv[1][1])[:6]
     top = [f"{a}@{b}: {c // n}x {s / n * 1e3:.1f} ms" for (a, b), (c, s) in top]
     return (float(np.median(gemm)) * 1e3, float(np.median(gemv)) * 1e3, calls // n,
-            float(np.median(share)), top)
+            float(np.median(share)), float(np.median(share_timed)), top)
 
 
 def main(argv=None) -> int:
