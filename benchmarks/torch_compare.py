@@ -35,8 +35,9 @@ Memory: ``peak_rss_mb`` = VmHWM after the steps minus VmRSS after the imports (b
 the model is built), the largest over the rounds: parameters, gradients, optimizer
 state, activations and library buffers, everything the training holds at its peak,
 as the operating system counts it; NumPy's side adds what its data-parallel worker
-processes allocated (each one's VmHWM after the steps minus its VmRSS before them:
-a forked worker starts with this process's pages, shared, so only its own growth counts).
+processes allocated for themselves (``train_step.workers_growth_kb``: a forked worker
+starts with this process's pages, and the shared parameters and gradients are in this
+process's RSS already, so each is counted once).
 """
 from __future__ import annotations
 

@@ -28,8 +28,8 @@ already. Reported per config:
     peak_rss_delta_mb           VmHWM at the end minus VmRSS after building the model and
                                 optimizer (before the first step): the step's working
                                 memory as the operating system sees it, BLAS buffers included;
-                                plus, with replicas, each worker process's VmHWM at the end
-                                minus its VmRSS before the first step
+                                plus, with replicas, each worker process's own growth
+                                (``workers_growth_kb``: shared memory counted once)
     params_mb                   parameters + gradients + AdamW state, for scale
 
 Matmul share. After the plain timing, a twin of the model (the same config and seed)
@@ -107,7 +107,7 @@ def stepper(model, task, opt, cfg, batch, parallel=None):
 
     if parallel is None:
         n, _ = n_replicas_for(model, batch, cfg.data_parallel)
-        parallel = DataParallel(model, n).__enter__() if n > 1 else None
+        parallel = DataParallel(model, n, forget=opt.state_arrays()).__enter__() if n > 1 else None
     return (lambda b: train_step(model, task, b, opt, cfg.lr, cfg, parallel=parallel)), parallel
 
 
@@ -116,19 +116,23 @@ def replica_count(parallel) -> int:
     return 1 if parallel is None else parallel.n_replicas
 
 
-def memory_kb(replica=None) -> tuple[int, int]:
-    """(VmRSS, VmHWM) of this process in kB; a DataParallel's ``call_workers(memory_kb)`` reads
-    its worker processes' (``replica`` unused)."""
-    return _status_kb("VmRSS"), _status_kb("VmHWM")
+def memory_kb(replica=None) -> tuple[int, int, int]:
+    """(VmRSS, VmHWM, RssShmem) of this process in kB; a DataParallel's ``call_workers(memory_kb)``
+    reads its worker processes' (``replica`` unused)."""
+    return _status_kb("VmRSS"), _status_kb("VmHWM"), _status_kb("RssShmem")
 
 
 def workers_growth_kb(parallel, start) -> int:
     """The memory the worker processes added since ``start`` (their ``memory_kb`` then): the sum
-    over the workers of VmHWM now minus VmRSS then. A forked worker begins with this process's
-    pages (shared, counted in both RSS figures), so only what it allocated since counts."""
+    over the workers of (VmHWM - RssShmem) now minus (VmRSS - RssShmem) then. A forked worker
+    begins with this process's pages (counted in both RSS figures, shared), and the shared
+    parameters and gradients (RssShmem) are counted in this process's RSS already, so only
+    what the worker allocated for itself counts (approximately: a page it copies on writing
+    was counted at the start)."""
     if parallel is None:
         return 0
-    return sum(hwm - rss for (rss, _), (_, hwm) in zip(start, parallel.call_workers(memory_kb)))
+    now = parallel.call_workers(memory_kb)
+    return sum((hwm - shmem) - (rss0 - shmem0) for (rss0, _, shmem0), (_, hwm, shmem) in zip(start, now))
 
 
 def checked_environment(parser, args) -> dict:
@@ -255,7 +259,7 @@ def _matmul_time(name, recompute, task, batches, plain_step, plain_parallel):
     model._map_params(as_timed)           # views: the same memory, every op now reports to MATMUL
     opt = make_optimizer(model, cfg)      # the new gradient arrays
     replicas = replica_count(plain_parallel)          # the plain step's (the BLAS count is held now)
-    parallel = DataParallel(model, replicas).__enter__() if replicas > 1 else None
+    parallel = DataParallel(model, replicas, forget=opt.state_arrays()).__enter__() if replicas > 1 else None
     step, _ = stepper(model, task, opt, cfg, batches[0], parallel=parallel)
     step(batches[0])                      # warm-up of the instrumented path
     MATMUL.reset()

@@ -9,6 +9,7 @@ training loop relies on: the worker processes see each step's parameters, follow
 mode, come out of errors (theirs, this process's, Ctrl-C) clean, a dead worker is named, and
 resume stays bit for bit.
 """
+import mmap
 import multiprocessing
 import os
 import signal
@@ -27,7 +28,8 @@ from minitransformer.models import GPT, Encoder, EncoderConfig, GPTConfig, Seq2S
 from minitransformer.training.classification import tabular_task, vit_task
 from minitransformer.training.data_parallel import DataParallel, n_replicas_for, replicate, split_batch
 from minitransformer.training.loop import TrainConfig, make_optimizer, train, train_step
-from minitransformer.training.perf import blas_thread_control, blas_threads
+from minitransformer.training import perf
+from minitransformer.training.perf import blas_thread_control, blas_threads, release_free_heap
 from minitransformer.training.tasks import LanguageModelTask, MaskedLMTask, SequenceTaskData
 
 V, T = 11, 8
@@ -309,3 +311,48 @@ def _alive(pid: int) -> bool:
             return f.read().split(")")[-1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+_MAIN_ARRAYS = []        # set by the test below before the fork: what a worker inherited
+
+
+def _inherited_sums(replica):
+    return [float(np.abs(a).sum()) for a in _MAIN_ARRAYS]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="madvise(MADV_DONTNEED) is Linux's")
+def test_workers_drop_their_copies_of_the_main_processs_arrays():
+    _, task = _family("gpt", 4, 7)
+    model = GPT(GPTConfig(vocab_size=V, block_size=T, n_layer=1, n_head=2, d_model=64, p_drop=0.0),
+                rng=7).astype(np.float64)
+    optimizer = make_optimizer(model, TrainConfig())
+    big = [p for _, p, _ in model.parameters() if p.nbytes >= 3 * mmap.PAGESIZE]   # whole pages inside
+    assert len(big) >= 3
+    _MAIN_ARRAYS[:] = big + [optimizer.state["m"][name] for name, p, _ in optimizer.params if p.nbytes >= 3 * mmap.PAGESIZE]
+    for a in _MAIN_ARRAYS:
+        a[...] = 1.0
+    try:
+        with DataParallel(model, 2, forget=optimizer.state_arrays()) as parallel:
+            seen = parallel.call_workers(_inherited_sums)[0]
+            batch = task.batch("train", np.random.default_rng(7))
+            L, backward = parallel.loss(task, batch)           # the replica reads none of them
+            backward()
+    finally:
+        here = _inherited_sums(None)
+        _MAIN_ARRAYS.clear()
+    assert _MAIN_ARRAYS == [] and all(h == a.size for h, a in zip(here, big))      # this process: untouched
+    assert all(s < h for s, h in zip(seen, here))     # the worker: its whole pages read as zeros now
+    assert L == pytest.approx(_whole_batch(model, task, batch)[0], rel=RTOL[np.float64])
+
+
+def test_an_optimizer_lists_its_state_arrays_and_the_heap_can_be_trimmed():
+    model, _ = _family("gpt", 4, 8)
+    optimizer = make_optimizer(model, TrainConfig())
+    arrays = optimizer.state_arrays()
+    n = len(list(model.parameters()))
+    assert len(arrays) == 2 * n + 1                   # m and v of each parameter, one scratch buffer
+    assert all(any(a is b for b in arrays) for table in optimizer.state.values() for a in table.values())
+    if perf._glibc() is not None and perf.tune_malloc():     # 32 MB arrays from the heap, never trimmed
+        freed = np.ones(4 * 2**20)
+        del freed                                     # 32 MB free inside the heap now
+        assert release_free_heap()                    # given back

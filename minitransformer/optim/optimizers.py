@@ -82,6 +82,12 @@ class Optimizer:
         for _, _, g in self.params:
             g[...] = 0
 
+    def state_arrays(self) -> list:
+        """Every array this optimizer keeps: its state buffers and its scratch (for
+        ``DataParallel(..., forget=...)``, whose worker processes never read them)."""
+        bases = {id(v.base): v.base for v in self._scratch.values() if v.base is not None}
+        return [a for table in self.state.values() for a in table.values()] + list(bases.values())
+
     # ---------------------------------------------------------------- checkpoints
     def state_dict(self) -> dict:
         """Step, lr, hyperparameters (JSON-able) and every buffer as a NumPy copy."""

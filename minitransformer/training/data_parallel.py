@@ -41,6 +41,16 @@ through a pipe (pickled); so do the replies, a part's loss and kept-target count
 Workers ignore Ctrl-C (the training loop handles it here) and end when the
 DataParallel closes or this process ends.
 
+Memory. A forked worker starts with every page of this process, shared until one of
+the two writes it; this process writes its parameters, gradients and optimizer state
+at every step, and each write would copy a page whose old copy stays with the worker,
+unused. So a worker first gives back its copy of those arrays (``release_pages``: the
+model's parameters and gradients, and what ``forget`` lists, as ``train`` passes
+``optimizer.state_arrays()``) and of the free heap it inherited
+(``perf.release_free_heap``). What is left is what replicas cost anywhere: the shared
+parameters and each worker's gradients (one copy of the parameters each) and each
+part's activations. Measured: benchmarks/RESULTS.md.
+
 The ``with`` block holds OpenBLAS at one thread a replica in this process for its
 whole length, not only while the parts run: a product on two BLAS threads anywhere in
 between (the gradient norm's dot products) wakes OpenBLAS's worker thread, which then
@@ -59,11 +69,13 @@ up to rounding (the sums run in another order): tests/test_data_parallel.py.
 from __future__ import annotations
 
 import copy
+import ctypes
 import mmap
 import multiprocessing
 import os
 import pickle
 import signal
+import sys
 import traceback
 import weakref
 from contextlib import ExitStack
@@ -73,7 +85,7 @@ import numpy
 from ..functional._kernels import fast
 from ..functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from ..validate import check_int
-from .perf import blas_thread_control, blas_threads
+from .perf import blas_thread_control, blas_threads, release_free_heap
 
 
 def n_replicas_for(model, batch, requested: int) -> tuple[int, str]:
@@ -139,17 +151,55 @@ def shared_like(arrays) -> list:
             for a, offset in zip(arrays, offsets)]
 
 
+def release_pages(arrays) -> None:
+    """In a forked worker: give back its copy of the memory of ``arrays``, which only the main
+    process uses (the model's parameters and gradients, the optimizer's state).
+
+    After a fork the two processes share every page until one writes it; the main process
+    writes these arrays at every step, and each write would copy the page, leaving the old
+    copy to the worker, which never reads it: a second copy of four times the parameters
+    for nothing. ``madvise(MADV_DONTNEED)`` on the worker's side (whole pages inside each
+    array only) drops the worker's mapping, so the main process's writes copy nothing.
+    The worker must never read these arrays again (it would read zeros). Linux only; a
+    no-op where libc's ``madvise`` cannot be reached.
+    """
+    madvise = _madvise()
+    if madvise is None:
+        return
+    page = mmap.PAGESIZE
+    for a in arrays:
+        if not (a.flags.c_contiguous or a.flags.f_contiguous):
+            continue                                       # its bytes are not one range
+        start = -(-a.ctypes.data // page) * page           # the first whole page inside the array
+        end = (a.ctypes.data + a.nbytes) // page * page    # the end of the last whole page
+        if end > start:
+            madvise(ctypes.c_void_p(start), ctypes.c_size_t(end - start), _MADV_DONTNEED)
+
+
+_MADV_DONTNEED = 4                                         # Linux's value (sys/mman.h)
+
+
+def _madvise():
+    """libc's madvise (Linux), or None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        madvise = libc.madvise
+    except (OSError, AttributeError):
+        return None
+    madvise.argtypes, madvise.restype = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int), ctypes.c_int
+    return madvise
+
+
 def replicate(model, params, grads):
     """A deep copy of ``model`` whose parameters are ``params`` and whose gradients are ``grads``
-    (lists in ``model.parameters()`` order; a tied array stays one array); no forward cache."""
-    replica = copy.deepcopy(model, memo={id(p): p for _, p, _ in model.parameters()})
-    new = {}
-    for (_, p, g), p_new, g_new in zip(replica.parameters(), params, grads):
-        new[id(p)], new[id(g)] = p_new, g_new
-    for _, module in replica.named_modules():
-        for name in module.params:
-            module.params[name] = new[id(module.params[name])]
-            module.grads[name] = new[id(module.grads[name])]
+    (lists in ``model.parameters()`` order; a tied array stays one array); no forward cache.
+    deepcopy's memo hands out the given arrays in place of the model's: nothing is copied twice."""
+    memo = {}
+    for (_, p, g), p_new, g_new in zip(model.parameters(), params, grads):
+        memo[id(p)], memo[id(g)] = p_new, g_new
+    replica = copy.deepcopy(model, memo=memo)
     replica.release_caches()
     return replica
 
@@ -166,17 +216,23 @@ def part_loss(replica, task, part, smoothing: float, modes=None):
 
 
 class DataParallel:
-    """``n_replicas`` replicas of ``model``: the model itself here, the others in worker processes."""
+    """``n_replicas`` replicas of ``model``: the model itself here, the others in worker processes.
 
-    def __init__(self, model, n_replicas: int = 2):
+    ``forget``: more arrays of this process that the workers never read (the optimizer's state,
+    ``optimizer.state_arrays()``): each worker gives its copy of their memory back (module
+    docstring, "Memory"). Create the DataParallel after the optimizer, and pass it."""
+
+    def __init__(self, model, n_replicas: int = 2, forget=()):
         n_replicas = check_int("n_replicas", n_replicas, low=1)
         self.model, self.n_replicas = model, n_replicas
         self.params = [p for _, p, _ in model.parameters()]
         self.grads = [g for _, _, g in model.parameters()]
+        parent_only = self.params + self.grads + list(forget)   # the workers drop their copies
         control = blas_thread_control()                   # None: the BLAS's threads stay as they are
         self.threads_per_replica = _blas_threads_each(control[0](), n_replicas) if control and n_replicas > 1 else None
         self.shared_params = shared_like(self.params) if n_replicas > 1 else []
-        self.workers = [_Worker(model, self.shared_params, self.threads_per_replica) for _ in range(n_replicas - 1)]
+        self.workers = [_Worker(model, self.shared_params, self.threads_per_replica, parent_only)
+                        for _ in range(n_replicas - 1)]
         self._task = None                                 # the task the workers hold
         self._settings = ExitStack()                      # what __enter__ set, undone by close()
         self._finalizer = weakref.finalize(self, _stop, self.workers)
@@ -254,12 +310,12 @@ class DataParallel:
 class _Worker:
     """A replica in a forked process: the pipe to it and the shared views of its gradients."""
 
-    def __init__(self, model, shared_params, threads):
+    def __init__(self, model, shared_params, threads, parent_only):
         self.grads = shared_like([g for _, _, g in model.parameters()])
         replica = replicate(model, shared_params, self.grads)
         context = multiprocessing.get_context("fork")
         self.conn, child_end = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child_end, self.conn, os.getpid(), replica, threads),
+        self.process = context.Process(target=_serve, args=(child_end, self.conn, os.getpid(), replica, threads, parent_only),
                                        daemon=True,
                                        name="minitransformer-replica")
         self.process.start()                               # the process holds its own copy of the replica
@@ -298,12 +354,14 @@ class _Worker:
                            f"{self.process.exitcode}: killed, out of memory?); start a new DataParallel")
 
 
-def _serve(conn, parent_end, main_pid, replica, threads) -> None:
+def _serve(conn, parent_end, main_pid, replica, threads, parent_only) -> None:
     """A worker process: run each request on ``replica``, reply (ticket, "ok" or "error", value).
     It ends when asked (None), when the pipe closes, or when the main process has gone (checked
     every second: a main process killed outright closes no pipe that a later fork inherited)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)           # Ctrl-C: the main process handles it
     parent_end.close()                                     # the main process's end, inherited by the fork
+    release_pages(parent_only)                             # the main process's arrays: not copied on its writes
+    release_free_heap()                                    # nor the free heap it inherited
     if threads is not None:
         blas_thread_control()[1](threads)
     held = {"task": None, "cache": None}
