@@ -26,7 +26,8 @@ from minitransformer.functional.cross_entropy import cross_entropy_backward, cro
 from minitransformer.layers import set_recompute
 from minitransformer.models import GPT, Encoder, EncoderConfig, GPTConfig, Seq2Seq, Seq2SeqConfig
 from minitransformer.training.classification import tabular_task, vit_task
-from minitransformer.training.data_parallel import DataParallel, n_replicas_for, replicate, split_batch
+from minitransformer.training.data_parallel import DataParallel, n_replicas_for, split_batch
+from minitransformer.training.workers import replicate
 from minitransformer.training.loop import TrainConfig, make_optimizer, train, train_step
 from minitransformer.training import perf
 from minitransformer.training.perf import blas_thread_control, blas_threads, release_free_heap
