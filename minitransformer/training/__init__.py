@@ -10,7 +10,7 @@ process-wide allocator and BLAS-thread settings.
     load.py         load_model(path) -> (model, tokenizer)
     perf.py         tune_malloc(), blas_threads(n)
     data_parallel.py  DataParallel: the batch in parts, a model replica and a core each
-                      (the model here, copies in forked worker processes)
+    workers.py        the replicas past the first, in forked worker processes
 """
 from .load import load_model
 from .loop import ResumeMismatch, TrainConfig, TrainingDiverged, TrainingInterrupted, train
