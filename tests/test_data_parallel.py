@@ -246,6 +246,8 @@ def test_when_data_parallelism_runs_and_why_not():
     assert n == 1 and "daemonic" in why
     with pytest.raises(ValueError, match="data_parallel"):
         n_replicas_for(model, batch, 0)
+    with pytest.raises(TypeError, match=r"forget\[1\]: expected a NumPy array"):
+        DataParallel(model, 2, forget=[np.zeros(3), [0.0]])
     with pytest.raises(ValueError, match="data_parallel"):
         TrainConfig(data_parallel=0)
     with pytest.raises(TypeError, match="data_parallel"):

@@ -127,7 +127,11 @@ class DataParallel:
         self.model, self.n_replicas = model, n_replicas
         self.params = [p for _, p, _ in model.parameters()]
         self.grads = [g for _, _, g in model.parameters()]
-        parent_only = self.params + self.grads + list(forget)   # the workers drop their copies
+        forget = list(forget)
+        for i, a in enumerate(forget):
+            if not isinstance(a, numpy.ndarray):
+                raise TypeError(f"forget[{i}]: expected a NumPy array (optimizer.state_arrays()), got {type(a).__name__}")
+        parent_only = self.params + self.grads + forget   # the workers drop their copies
         control = blas_thread_control()                   # None: the BLAS's threads stay as they are
         self.threads_per_replica = _blas_threads_each(control[0](), n_replicas) if control and n_replicas > 1 else None
         self.shared_params = shared_like(self.params) if n_replicas > 1 else []

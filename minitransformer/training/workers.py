@@ -133,9 +133,8 @@ class Worker:
         replica = replicate(model, shared_params, self.grads)
         context = multiprocessing.get_context("fork")
         self.conn, child_end = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child_end, self.conn, os.getpid(), replica, threads, parent_only),
-                                       daemon=True,
-                                       name="minitransformer-replica")
+        self.process = context.Process(target=_serve, daemon=True, name="minitransformer-replica",
+                                       args=(child_end, self.conn, os.getpid(), replica, threads, parent_only))
         self.process.start()                               # the process holds its own copy of the replica
         child_end.close()
         self.ticket = 0                                    # numbers the requests; a reply carries its number
