@@ -24,7 +24,7 @@ the Python between them and for each call's set-up: two threads that each make s
 9,000 NumPy calls a step wait for each other there. Measured on 2 cores (AMD Zen 3,
 AVX2), half a step of config b on one core: 201 ms alone, 221-230 ms with another
 half in a second thread, 208 ms with it in a second process; whole steps of configs a
-and b 7-8% faster with a worker process than with a worker thread (c, whose NumPy calls
+and b 6-8% faster with a worker process than with a worker thread (c, whose NumPy calls
 are longer, 1-3%): benchmarks/RESULTS.md. So replicas 1, 2 ... live in worker processes,
 each with its own interpreter and its own GIL (the reason PyTorch's
 DistributedDataParallel runs a process per GPU). Replica 0 is the model itself, in
