@@ -50,7 +50,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from train_step import (CONFIGS, VOCAB, _status_kb, build, checked_environment, machine, make_task,  # noqa: E402
-                        memory_kb, replica_count, stepper, workers_growth_kb)
+                        replica_count, stepper, workers_growth_kb, workers_memory_kb)
 
 
 def torch_model(name: str, seed: int = 0, device: str = "cpu", vocab: int = VOCAB):
@@ -145,7 +145,7 @@ def run_one(name: str, lib: str, steps: int, warmup: int, malloc: bool = True, r
         task, rng = make_task(name)
     else:
         step, task, rng, parallel = _numpy_step(name, recompute, data_parallel)
-    workers0 = parallel.call_workers(memory_kb) if parallel is not None else []
+    workers0 = workers_memory_kb(parallel)
     batches = [task.batch("train", rng) for _ in range(warmup + steps)]
     ms = []
     for i, batch in enumerate(batches):

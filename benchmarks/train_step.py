@@ -122,16 +122,19 @@ def memory_kb(replica=None) -> tuple[int, int, int]:
     return _status_kb("VmRSS"), _status_kb("VmHWM"), _status_kb("RssShmem")
 
 
+def workers_memory_kb(parallel) -> list:
+    """Each worker process's ``memory_kb`` (none without a DataParallel): ``workers_growth_kb``'s start."""
+    return [] if parallel is None else parallel.call_workers(memory_kb)
+
+
 def workers_growth_kb(parallel, start) -> int:
-    """The memory the worker processes added since ``start`` (their ``memory_kb`` then): the sum
+    """The memory the worker processes added since ``start`` (``workers_memory_kb`` then): the sum
     over the workers of (VmHWM - RssShmem) now minus (VmRSS - RssShmem) then. A forked worker
     begins with this process's pages (counted in both RSS figures, shared), and the shared
     parameters and gradients (RssShmem) are counted in this process's RSS already, so only
     what the worker allocated for itself counts (approximately: a page it copies on writing
     was counted at the start)."""
-    if parallel is None:
-        return 0
-    now = parallel.call_workers(memory_kb)
+    now = workers_memory_kb(parallel)
     return sum((hwm - shmem) - (rss0 - shmem0) for (rss0, _, shmem0), (_, hwm, shmem) in zip(start, now))
 
 
@@ -213,7 +216,7 @@ def measure(name: str, steps: int, warmup: int, recompute: bool = False, data_pa
     step, parallel = stepper(model, task, opt, cfg, batches[0])
     replicas = replica_count(parallel)
     rss0 = _status_kb("VmRSS")
-    workers0 = parallel.call_workers(memory_kb) if parallel is not None else []
+    workers0 = workers_memory_kb(parallel)
     for i in range(warmup):
         step(batches[i])
     times = []

@@ -5,7 +5,7 @@ process-wide allocator and BLAS-thread settings.
     loop.py         TrainConfig, train(), TrainingDiverged, TrainingInterrupted, ResumeMismatch
     data.py         the default corpus, splits, random batches, MLM masking
     tasks.py        what a model family trains on (LM, MLM, sequence tasks)
-    loss.py         CrossEntropyLoss, the Module around functional/cross_entropy
+    loss.py         CrossEntropyLoss, the Module around functional/cross_entropy; task_loss(_backward)
     checkpoint.py   atomic .npz checkpoints
     load.py         load_model(path) -> (model, tokenizer)
     perf.py         tune_malloc(), blas_threads(n)

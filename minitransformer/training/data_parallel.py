@@ -58,11 +58,10 @@ from contextlib import ExitStack
 
 import numpy
 
-from ..functional._kernels import fast
-from ..functional.cross_entropy import cross_entropy_backward
 from ..validate import check_int
+from .loss import task_loss, task_loss_backward
 from .perf import blas_thread_control, blas_threads
-from .workers import Worker, part_loss, shared_like, stop
+from .workers import Worker, shared_like, stop
 
 
 def n_replicas_for(model, batch, requested: int) -> tuple[int, str]:
@@ -153,7 +152,7 @@ class DataParallel:
             shared[...] = p                               # the workers' parameters: this step's
         modes = [m.training for _, m in self.model.named_modules()]
         results = self._run(workers, [("loss", part, smoothing, modes) for part in parts[1:]],
-                            lambda: part_loss(self.model, task, parts[0], smoothing))
+                            lambda: task_loss(self.model, task, parts[0], smoothing))
         caches = [results[0][1]] + [None] * len(workers)  # the workers keep theirs
         n_kept = [results[0][1].n_kept] + [n_i for _, n_i in results[1:]]
         N = sum(n_kept)
@@ -162,7 +161,7 @@ class DataParallel:
 
         def backward():
             self._run(workers, [("backward", w) for w in weights[1:]],
-                      lambda: self.model.backward(fast(cross_entropy_backward)(weights[0], caches[0])))
+                      lambda: task_loss_backward(self.model, weights[0], caches[0]))
             for worker in workers:
                 for g, g_i in zip(self.grads, worker.grads):
                     g += g_i                                # ∂L/∂θ = Σ_i (N_i / N) ∂L_i/∂θ

@@ -46,8 +46,8 @@ import numpy as np
 
 from .checkpoint import generator_state, load_checkpoint, save_checkpoint, set_generator_state
 from .data_parallel import DataParallel, n_replicas_for
-from ..functional._kernels import fast
-from ..functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
+from .loss import task_loss, task_loss_backward
+from ..functional.cross_entropy import cross_entropy_forward
 from ..optim import AdamW, clip_grad_norm, warmup_cosine_schedule
 from ..layers.blocks import set_recompute
 from ..validate import check_int, check_number
@@ -185,9 +185,8 @@ def train_step(model, task, batch, optimizer, lr: float, cfg: TrainConfig, devic
     """
     at = f"at step {step}" if step is not None else "at this step"
     if parallel is None:
-        logits, targets = task.forward(model, batch, device)
-        loss, cache = fast(cross_entropy_forward)(logits, targets, smoothing=cfg.smoothing)
-        backward = lambda: model.backward(fast(cross_entropy_backward)(1.0, cache))
+        loss, cache = task_loss(model, task, batch, cfg.smoothing, device)
+        backward = lambda: task_loss_backward(model, 1.0, cache)
     else:
         loss, backward = parallel.loss(task, batch, cfg.smoothing)
     loss = float(loss)

@@ -4,6 +4,9 @@
     loss = loss_fn.forward(logits, targets)      # a Python float
     dlogits = loss_fn.backward()                 # dloss = 1.0 by default
 
+    L, cache = task_loss(model, task, batch)     # a task's forward and its loss, in one call
+    task_loss_backward(model, 1.0, cache)        # and their backward (model.grads accumulate)
+
 Per target: (1 - ε)(-log p_y) + ε · mean over all V classes of (-log p_c), averaged
 over the targets that are not ``ignore_index``; an all-ignored batch gives 0.0
 and a zero gradient.
@@ -33,3 +36,18 @@ class CrossEntropyLoss(Module):
     def backward(self, dloss: float = 1.0):
         """dloss (scalar) -> dlogits (..., V). Raises RuntimeError without a pending forward."""
         return fast(cross_entropy_backward)(dloss, self._pop_cache())
+
+
+def task_loss(model, task, batch, smoothing: float = 0.0, device="cpu"):
+    """(L, cache): ``model``'s mean cross-entropy on ``batch`` (``task.forward`` gives the logits
+    and targets), a Python float, and the cache ``task_loss_backward`` takes. The training step
+    and every data-parallel replica compute their loss with this one function."""
+    logits, targets = task.forward(model, batch, device)
+    L, cache = fast(cross_entropy_forward)(logits, targets, smoothing=smoothing)
+    return float(L), cache
+
+
+def task_loss_backward(model, dL: float, cache) -> None:
+    """``model``'s backward from ``task_loss``'s cache, the loss's upstream gradient ``dL``
+    (1 for a whole batch, N_i / N for a data-parallel part): the gradients accumulate."""
+    model.backward(fast(cross_entropy_backward)(dL, cache))

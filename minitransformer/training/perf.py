@@ -55,7 +55,7 @@ def release_free_heap() -> bool:
     """Give the free memory inside glibc's heap back to the system (``malloc_trim(0)``, which
     ``tune_malloc`` otherwise stops); True if some was given back. A forked data-parallel worker calls
     it first: the free pages it inherited would otherwise be copied when either process
-    writes them (data_parallel.py)."""
+    writes them (workers.py)."""
     libc = _glibc()
     return libc is not None and libc.malloc_trim(0) == 1
 

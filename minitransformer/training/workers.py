@@ -43,8 +43,7 @@ import traceback
 
 import numpy
 
-from ..functional._kernels import fast
-from ..functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
+from .loss import task_loss, task_loss_backward
 from .perf import blas_thread_control, release_free_heap
 
 
@@ -112,17 +111,6 @@ def replicate(model, params, grads):
     replica = copy.deepcopy(model, memo=memo)
     replica.release_caches()
     return replica
-
-
-def part_loss(replica, task, part, smoothing: float, modes=None):
-    """(L_i, cache): the mean loss of one part on one replica (its cross-entropy cache kept for
-    the backward); ``modes``: each module's train/eval mode, in ``named_modules`` order."""
-    if modes is not None:
-        for (_, module), training in zip(replica.named_modules(), modes):
-            module.training = training
-    logits, targets = task.forward(replica, part)
-    L_i, cache = fast(cross_entropy_forward)(logits, targets, smoothing=smoothing)
-    return float(L_i), cache
 
 
 class Worker:
@@ -208,11 +196,14 @@ def _handle(replica, held, op, args):
     if op == "task":
         held["task"] = args[0]
     elif op == "loss":
-        L_i, held["cache"] = part_loss(replica, held["task"], *args)
+        part, smoothing, modes = args
+        for (_, module), training in zip(replica.named_modules(), modes):
+            module.training = training                     # the main process's train/eval modes
+        L_i, held["cache"] = task_loss(replica, held["task"], part, smoothing)
         return L_i, held["cache"].n_kept
     elif op == "backward":
         cache, held["cache"] = held["cache"], None
-        replica.backward(fast(cross_entropy_backward)(args[0], cache))
+        task_loss_backward(replica, args[0], cache)
     elif op == "release":
         held["cache"] = None
         replica.release_caches()
