@@ -14,7 +14,7 @@ dv side by side into one (B, T, H + 2G, D) buffer (the fused W_qkv's columns). T
 is a reshape instead of a copy; a matrix product writes through such a view
 (ldc = H·D) at no extra cost.
 
-Under a causal-shaped mask, from T = 256 queries on (r = 1, no bias), the work runs in
+Under a causal-shaped mask, from T = 128 queries on (r = 1, no bias), the work runs in
 blocks of query rows that skip the keys past each block's causal edge
 (attention_blocks.py); the backward does the same whenever P is exactly 0 there.
 """

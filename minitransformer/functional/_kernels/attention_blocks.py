@@ -33,8 +33,9 @@ import numpy
 from .softmax import _softmax_backward_kernel, _softmax_kernel
 
 QUERY_BLOCKS = 4               # query blocks per sequence at most: (n + 1) / 2n of the work (n = 4: 62.5%)
-MIN_BLOCK_ROWS = 128           # rows per block at least, and 2 blocks at least: smaller blocks make products
-                               # too small to pay (measured in training steps: benchmarks/RESULTS.md)
+MIN_BLOCK_ROWS = 64            # rows per block at least, and 2 blocks at least: smaller blocks make products
+                               # too small to pay (measured in training steps, one BLAS thread a replica:
+                               # benchmarks/RESULTS.md)
 BATCH_BYTES = 512 * 1024       # batch rows per step: one block's scores of about this size
 
 
