@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from minitransformer.functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
-from minitransformer.layers import set_recompute
+from minitransformer.layers import flatten_parameters, set_recompute
 from minitransformer.models import GPT, Encoder, EncoderConfig, GPTConfig, Seq2Seq, Seq2SeqConfig
 from minitransformer.training.classification import tabular_task, vit_task
 from minitransformer.training.data_parallel import DataParallel, n_replicas_for, split_batch
@@ -68,14 +68,18 @@ def _whole_batch(model, task, batch):
     return float(L), grads
 
 
-@settings(max_examples=30, deadline=None)
-@given(family=st.sampled_from(["gpt", "mlm", "seq2seq", "vit", "tabular"]), batch_size=st.integers(1, 7),
-       n_replicas=st.integers(2, 4), recompute=st.booleans(), seed=st.integers(0, 2**16))
-def test_the_parts_gradients_add_up_to_the_whole_batchs(family, batch_size, n_replicas, recompute, seed):
+@pytest.mark.parametrize("flat", [False, True], ids=["arrays", "flat"])   # every family, both layouts, always
+@pytest.mark.parametrize("family", ["gpt", "mlm", "seq2seq", "vit", "tabular"])
+@settings(max_examples=6, deadline=None)
+@given(batch_size=st.integers(1, 7), n_replicas=st.integers(2, 4), recompute=st.booleans(),
+       seed=st.integers(0, 2**16))
+def test_the_parts_gradients_add_up_to_the_whole_batchs(family, flat, batch_size, n_replicas, recompute, seed):
     model, task = _family(family, batch_size, seed)
     batch = task.batch("train", np.random.default_rng(seed))
     L_whole, grads_whole = _whole_batch(model, task, batch)
     set_recompute(model, recompute)                 # the replicas copy the blocks' setting
+    if flat:
+        flatten_parameters(model)                   # one copy and one sum for all parameters
     dtype = next(model.parameters())[1].dtype.type
     rtol, atol = RTOL[dtype], ATOL[dtype]
     with DataParallel(model, n_replicas) as parallel:
@@ -355,9 +359,9 @@ def test_an_optimizer_lists_its_state_arrays_and_the_heap_can_be_trimmed():
     model, _ = _family("gpt", 4, 8)
     optimizer = make_optimizer(model, TrainConfig())
     arrays = optimizer.state_arrays()
-    n = len(list(model.parameters()))
-    assert len(arrays) == 2 * n + 1                   # m and v of each parameter, one scratch buffer
-    assert all(any(a is b for b in arrays) for table in optimizer.state.values() for a in table.values())
+    assert len(arrays) == 3                           # m and v: one flat array each, one scratch array
+    assert all(any(a.base is b for b in arrays) for table in optimizer.state.values() for a in table.values())
+    assert sum(a.size for a in arrays) == 3 * model.num_parameters()   # the scratch: all parameters as one
     if perf._glibc() is not None and perf.tune_malloc():     # 32 MB arrays from the heap, never trimmed
         freed = np.ones(4 * 2**20)
         del freed                                     # 32 MB free inside the heap now

@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 
 from ..backend import device_of, get_xp, to_device, to_numpy
+from ..layers.flat_parameters import contiguous_runs, views_of
 from ..validate import check_float, check_int, check_number, check_real_finite, check_same_shape
 
 
@@ -51,7 +52,15 @@ class Optimizer:
     """The bookkeeping every optimizer shares; a subclass writes ``_update``.
 
     ``params``: [(name, param, grad)], materialised; ``t``: steps taken so far;
-    ``state[buffer][name]``: the per-parameter buffers that ``state_dict`` saves.
+    ``state[buffer][name]``: the per-parameter buffers that ``state_dict`` saves (views
+    of one flat array per buffer, in ``params`` order).
+
+    ``_update(p, g, state, tmp, lr)`` updates one array ``p`` in place from its gradient
+    ``g``; ``state``: {buffer: its array, p's shape}; ``tmp``: scratch of p's shape. ``p`` is
+    one parameter, or several that lie side by side in one flat array (after
+    ``layers.flatten_parameters``: all of them) taken as one: the update is elementwise, so
+    each number gets the same arithmetic either way, in one NumPy call per pass instead of
+    one per parameter (layers/flat_parameters.py says why).
     """
 
     hyperparameters: tuple[str, ...] = ()       # attributes saved in, and checked by, the state
@@ -60,8 +69,8 @@ class Optimizer:
         self.params = _materialise(params)
         self.lr = check_number("lr", lr, low=0.0, finite=True)
         self.t = 0
-        self.state = {b: {name: get_xp(p).zeros_like(p) for name, p, _ in self.params} for b in buffers}
-        self._scratch = _scratch_views(self.params)
+        self.state = {b: _zero_buffer(self.params) for b in buffers}
+        self._units = _update_units(self.params, self.state)
 
     def step(self, lr: float | None = None) -> None:
         """One update of every parameter from its gradient.
@@ -72,21 +81,31 @@ class Optimizer:
         if lr is not None:
             self.lr = check_number("lr", lr, low=0.0, finite=True)
         self.t += 1
-        for name, p, g in self.params:
-            self._update(name, p, g, self.lr)
+        for p, g, state, tmp in self._units:
+            self._update(p, g, state, tmp, self.lr)
 
-    def _update(self, name: str, p, g, lr: float) -> None:
+    def _update(self, p, g, state: dict, tmp, lr: float) -> None:
         raise NotImplementedError(f"{type(self).__name__}._update")
 
     def zero_grad(self) -> None:
-        for _, _, g in self.params:
+        for _, g, _, _ in self._units:
             g[...] = 0
+
+    def grad_arrays(self) -> list:
+        """The gradients as the updates take them: one flat array for parameters that lie side by
+        side (``flatten_parameters``), else one array each (for ``clip_grad_norm``: fewer calls)."""
+        return [g for _, g, _, _ in self._units]
+
+    def param_arrays(self) -> list:
+        """The parameters, grouped as ``grad_arrays`` groups the gradients."""
+        return [p for p, _, _, _ in self._units]
 
     def state_arrays(self) -> list:
         """Every array this optimizer keeps: its state buffers and its scratch (for
         ``DataParallel(..., forget=...)``, whose worker processes never read them)."""
-        bases = {id(v.base): v.base for v in self._scratch.values() if v.base is not None}
-        return [a for table in self.state.values() for a in table.values()] + list(bases.values())
+        arrays = [a for table in self.state.values() for a in table.values()] + [tmp for *_, tmp in self._units]
+        owners = {id(_owner(a)): _owner(a) for a in arrays}
+        return list(owners.values())
 
     # ---------------------------------------------------------------- checkpoints
     def state_dict(self) -> dict:
@@ -169,14 +188,14 @@ class SGD(Optimizer):
         self.weight_decay = check_number("weight_decay", weight_decay, low=0.0, finite=True)
         super().__init__(params, lr, buffers=("b",) if self.momentum > 0 else ())
 
-    def _update(self, name, p, g, lr):
-        xp, tmp = get_xp(p), self._scratch[name]
+    def _update(self, p, g, state, tmp, lr):
+        xp = get_xp(p)
         d = g                                               # the direction, (λ p +) g
         if self.weight_decay > 0:
             d = xp.multiply(p, self.weight_decay, out=tmp)  # λ p
             d += g                                          # d = g + λ p
         if self.momentum > 0:
-            b = self.state["b"][name]
+            b = state["b"]
             b *= self.momentum
             b += d                                          # b = μ b + d
             d = b
@@ -203,9 +222,9 @@ class Adam(Optimizer):
         self.eps = check_number("eps", eps, low=0.0, low_open=True, finite=True)
         super().__init__(params, lr, buffers=("m", "v"))
 
-    def _update(self, name, p, g, lr):
-        xp, tmp = get_xp(p), self._scratch[name]
-        m, v = self.state["m"][name], self.state["v"][name]
+    def _update(self, p, g, state, tmp, lr):
+        xp = get_xp(p)
+        m, v = state["m"], state["v"]
         beta1, beta2 = self.betas
         m *= beta1
         m += xp.multiply(g, 1.0 - beta1, out=tmp)           # m = β1 m + (1 - β1) g
@@ -244,11 +263,18 @@ class AdamW(Adam):
         self.weight_decay = check_number("weight_decay", weight_decay, low=0.0, finite=True)
         super().__init__(params, lr, betas=betas, eps=eps)
         self.decayed = {name: not no_decay(name, p) for name, p, _ in self.params}
+        decayed = [p for name, p, _ in self.params if self.decayed[name]]
+        self._decayed_runs = [run for _, _, (run,) in contiguous_runs(decayed)] if decayed else []
 
-    def _update(self, name, p, g, lr):
-        if self.weight_decay > 0 and self.decayed[name]:
-            p *= 1.0 - lr * self.weight_decay                # p = p - lr · λ · p
-        super()._update(name, p, g, lr)
+    def step(self, lr: float | None = None) -> None:
+        """The decay of the decayed parameters, then Adam's update of every parameter
+        (each number: the decay first, as if one parameter after the other)."""
+        if lr is not None:
+            self.lr = check_number("lr", lr, low=0.0, finite=True)
+        if self.weight_decay > 0:
+            for p in self._decayed_runs:                    # the decayed parameters, neighbours as one
+                p *= 1.0 - self.lr * self.weight_decay      # p = p - lr · λ · p
+        super().step()                                      # Adam's update, at self.lr
 
 
 # ------------------------------------------------------------------------ helpers
@@ -280,18 +306,38 @@ def _materialise(params) -> list:
     return triples
 
 
-def _scratch_views(params) -> dict:
-    """Per parameter, a view in its shape of one scratch buffer per (backend, dtype).
+def _zero_buffer(params) -> dict:
+    """{name: zeros of the parameter's shape}: views of one flat zero array, in ``params`` order, when
+    every parameter has one array module and dtype (so parameters that are neighbours have
+    neighbouring state); else one array each."""
+    kinds = {(get_xp(p), p.dtype) for _, p, _ in params}
+    if len(kinds) != 1:
+        return {name: get_xp(p).zeros_like(p) for name, p, _ in params}
+    xp, dtype = kinds.pop()
+    flat = xp.zeros(sum(int(p.size) for _, p, _ in params), dtype=dtype)    # (P,)
+    return dict(zip((name for name, _, _ in params), views_of(flat, [p for _, p, _ in params])))
 
-    Updates run one parameter after the other, so they can share one buffer as
-    large as the largest parameter; the views are made once, here, not per step.
-    """
+
+def _update_units(params, state) -> list:
+    """[(p, g, {buffer: array}, tmp)]: what one ``_update`` call takes: a run of parameters that lie
+    side by side, with gradients and state side by side too, as flat arrays (contiguous_runs), else
+    one parameter. ``tmp``: a view of one scratch array per (array module, dtype), as large as
+    the largest unit (the units are updated one after the other, so they share it)."""
+    names = [name for name, _, _ in params]
+    lists = [[p for _, p, _ in params], [g for _, _, g in params]] + [[state[b][n] for n in names] for b in state]
+    runs = [arrays for _, _, arrays in contiguous_runs(*lists)]
     sizes = {}
-    for _, p, _ in params:
+    for p, *_ in runs:
         key = (get_xp(p), p.dtype)
         sizes[key] = max(sizes.get(key, 0), p.size)
-    flat = {key: key[0].empty(size, dtype=key[1]) for key, size in sizes.items()}
-    return {name: flat[(get_xp(p), p.dtype)][:p.size].reshape(p.shape) for name, p, _ in params}
+    scratch = {key: key[0].empty(size, dtype=key[1]) for key, size in sizes.items()}
+    return [(p, g, dict(zip(state, buffers)), scratch[(get_xp(p), p.dtype)][:p.size].reshape(p.shape))
+            for p, g, *buffers in runs]
+
+
+def _owner(a):
+    """The array whose memory ``a`` views (``a`` itself when it owns it)."""
+    return a.base if getattr(a, "base", None) is not None and hasattr(a.base, "shape") else a
 
 
 def _jsonable(value):

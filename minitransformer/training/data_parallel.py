@@ -58,6 +58,7 @@ from contextlib import ExitStack
 
 import numpy
 
+from ..layers.flat_parameters import contiguous_runs
 from ..validate import check_int
 from .loss import task_loss, task_loss_backward
 from .perf import blas_thread_control, blas_threads
@@ -130,12 +131,19 @@ class DataParallel:
         for i, a in enumerate(forget):
             if not isinstance(a, numpy.ndarray):
                 raise TypeError(f"forget[{i}]: expected a NumPy array (optimizer.state_arrays()), got {type(a).__name__}")
-        parent_only = self.params + self.grads + forget   # the workers drop their copies
         control = blas_thread_control()                   # None: the BLAS's threads stay as they are
         self.threads_per_replica = _blas_threads_each(control[0](), n_replicas) if control and n_replicas > 1 else None
         self.shared_params = shared_like(self.params) if n_replicas > 1 else []
+        # Runs of neighbouring arrays as one flat view each (layers/flat_parameters.py): after
+        # flatten_parameters, one copy and one sum for all parameters instead of one each.
+        self._param_runs = ([arrays for _, _, arrays in contiguous_runs(self.params, self.shared_params)]
+                            if n_replicas > 1 else [])
+        own_grads = [g for _, _, (g,) in contiguous_runs(self.grads)]
+        parent_only = [p for p, _ in self._param_runs] + own_grads + forget   # the workers drop their copies
         self.workers = [Worker(model, self.shared_params, self.threads_per_replica, parent_only)
                         for _ in range(n_replicas - 1)]
+        self._grad_runs = [[arrays for _, _, arrays in contiguous_runs(self.grads, worker.grads)]
+                           for worker in self.workers]
         self._task = None                                 # the task the workers hold
         self._settings = ExitStack()                      # what __enter__ set, undone by close()
         self._finalizer = weakref.finalize(self, stop, self.workers)
@@ -148,7 +156,7 @@ class DataParallel:
         if workers and task is not self._task:
             self._run(self.workers, [("task", task)] * len(self.workers), lambda: None)
             self._task = task
-        for shared, p in zip(self.shared_params, self.params):
+        for p, shared in self._param_runs:
             shared[...] = p                               # the workers' parameters: this step's
         modes = [m.training for _, m in self.model.named_modules()]
         results = self._run(workers, [("loss", part, smoothing, modes) for part in parts[1:]],
@@ -162,8 +170,8 @@ class DataParallel:
         def backward():
             self._run(workers, [("backward", w) for w in weights[1:]],
                       lambda: task_loss_backward(self.model, weights[0], caches[0]))
-            for worker in workers:
-                for g, g_i in zip(self.grads, worker.grads):
+            for runs in self._grad_runs[:len(workers)]:
+                for g, g_i in runs:
                     g += g_i                                # ∂L/∂θ = Σ_i (N_i / N) ∂L_i/∂θ
                     g_i[...] = 0
         return L, backward

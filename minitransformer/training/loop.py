@@ -50,6 +50,7 @@ from .loss import task_loss, task_loss_backward
 from ..functional.cross_entropy import cross_entropy_forward
 from ..optim import AdamW, clip_grad_norm, warmup_cosine_schedule
 from ..layers.blocks import set_recompute
+from ..layers.flat_parameters import flatten_parameters
 from ..validate import check_int, check_number
 from .perf import tune_malloc
 
@@ -158,6 +159,12 @@ def dropout_generators(model) -> list:
 
 
 def make_optimizer(model, cfg: TrainConfig) -> AdamW:
+    """The AdamW of ``cfg`` for ``model``. On the CPU it first puts the model's parameters into one
+    flat array and its gradients into another (``layers.flatten_parameters``: same values, the
+    layers see no difference), so that each pass of the update, the gradient norm and the data
+    parallel sums is one NumPy call for all parameters."""
+    if all(type(p) is np.ndarray for _, p, _ in model.parameters()):
+        flatten_parameters(model)
     return AdamW(model.parameters(), cfg.lr, betas=tuple(cfg.betas), weight_decay=cfg.weight_decay)
 
 
@@ -195,7 +202,7 @@ def train_step(model, task, batch, optimizer, lr: float, cfg: TrainConfig, devic
                                "(lower the learning rate, or check the data); no weight was changed, "
                                "the weights are those of the step before")
     backward()
-    norm = clip_grad_norm(optimizer.params, cfg.grad_clip or math.inf)
+    norm = clip_grad_norm(optimizer.grad_arrays(), cfg.grad_clip or math.inf)
     if not math.isfinite(norm):
         bad = [name for name, _, g in optimizer.params if not math.isfinite(float(g.sum()))]
         model.zero_grad()
@@ -214,7 +221,7 @@ def train_step(model, task, batch, optimizer, lr: float, cfg: TrainConfig, devic
             guard.active = False
     model.zero_grad()
     # One scalar for all parameters (sums added on the device): one host sync per step, not one per array.
-    if not math.isfinite(float(sum(p.sum() for _, p, _ in optimizer.params))):
+    if not math.isfinite(float(sum(p.sum() for p in optimizer.param_arrays()))):
         bad = [name for name, p, _ in optimizer.params if not math.isfinite(float(p.sum()))] or ["their sum"]
         raise TrainingDiverged(f"the update {at} (lr {lr:.3g}) made the weights non-finite "
                                f"({', '.join(bad[:3])}{' ...' if len(bad) > 3 else ''}): the weights in "

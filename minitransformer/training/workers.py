@@ -43,21 +43,34 @@ import traceback
 
 import numpy
 
+from ..layers.flat_parameters import views_of
 from .loss import task_loss, task_loss_backward
 from .perf import blas_thread_control, release_free_heap
 
 
 def shared_like(arrays) -> list:
     """Zero-filled arrays with the shapes, dtypes and array types of ``arrays``, views of one
-    anonymous shared mmap: a process forked afterwards reads and writes the same memory."""
-    offsets, size = [], 0
+    anonymous shared mmap: a process forked afterwards reads and writes the same memory.
+    Neighbours of one dtype and type lie side by side in one flat array (so ``contiguous_runs``
+    takes them as one: one copy or sum for all); each such group starts on a 64-byte boundary."""
+    groups = []                                            # [[arrays of one dtype and type], ...] in order
     for a in arrays:
-        size = -(-size // 64) * 64                         # each array on a 64-byte boundary
+        if groups and (groups[-1][0].dtype, type(groups[-1][0])) == (a.dtype, type(a)):
+            groups[-1].append(a)
+        else:
+            groups.append([a])
+    offsets, size = [], 0
+    for group in groups:
+        size = -(-size // 64) * 64                         # each group on a 64-byte boundary
         offsets.append(size)
-        size += a.nbytes
+        size += sum(a.nbytes for a in group)
     buffer = mmap.mmap(-1, max(size, 1))                   # anonymous: MAP_SHARED, zero-filled
-    return [numpy.frombuffer(buffer, a.dtype, a.size, offset).reshape(a.shape).view(type(a))
-            for a, offset in zip(arrays, offsets)]
+    views = []
+    for group, offset in zip(groups, offsets):
+        a = group[0]
+        flat = numpy.frombuffer(buffer, a.dtype, sum(b.size for b in group), offset).view(type(a))   # (P,)
+        views.extend(views_of(flat, group))
+    return views
 
 
 def release_pages(arrays) -> None:
