@@ -107,7 +107,7 @@ def stepper(model, task, opt, cfg, batch, parallel=None):
 
     if parallel is None:
         n, _ = n_replicas_for(model, batch, cfg.data_parallel)
-        parallel = DataParallel(model, n, forget=opt.state_arrays()).__enter__() if n > 1 else None
+        parallel = DataParallel(model, n, forget=opt.state_arrays(), optimizer=opt).__enter__() if n > 1 else None
     return (lambda b: train_step(model, task, b, opt, cfg.lr, cfg, parallel=parallel)), parallel
 
 
@@ -262,7 +262,7 @@ def _matmul_time(name, recompute, task, batches, plain_step, plain_parallel):
     model._map_params(as_timed)           # views: the same memory, every op now reports to MATMUL
     opt = make_optimizer(model, cfg)      # the new gradient arrays
     replicas = replica_count(plain_parallel)          # the plain step's (the BLAS count is held now)
-    parallel = DataParallel(model, replicas, forget=opt.state_arrays()).__enter__() if replicas > 1 else None
+    parallel = DataParallel(model, replicas, forget=opt.state_arrays(), optimizer=opt).__enter__() if replicas > 1 else None
     step, _ = stepper(model, task, opt, cfg, batches[0], parallel=parallel)
     step(batches[0])                      # warm-up of the instrumented path
     MATMUL.reset()

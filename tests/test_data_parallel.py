@@ -24,6 +24,7 @@ from hypothesis import given, settings, strategies as st
 
 from minitransformer.functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from minitransformer.layers import flatten_parameters, set_recompute
+from minitransformer.optim import AdamW
 from minitransformer.models import GPT, Encoder, EncoderConfig, GPTConfig, Seq2Seq, Seq2SeqConfig
 from minitransformer.training.classification import tabular_task, vit_task
 from minitransformer.training.data_parallel import DataParallel, n_replicas_for, split_batch
@@ -335,7 +336,7 @@ def test_workers_drop_their_copies_of_the_main_processs_arrays():
     _, task = _family("gpt", 4, 7)
     model = GPT(GPTConfig(vocab_size=V, block_size=T, n_layer=1, n_head=2, d_model=64, p_drop=0.0),
                 rng=7).astype(np.float64)
-    optimizer = make_optimizer(model, TrainConfig())
+    optimizer = AdamW(model.parameters(), 1e-3)        # private arrays (make_optimizer's are shared)
     big = [p for _, p, _ in model.parameters() if p.nbytes >= 3 * mmap.PAGESIZE]   # whole pages inside
     assert len(big) >= 3
     _MAIN_ARRAYS[:] = big + [optimizer.state["m"][name] for name, p, _ in optimizer.params if p.nbytes >= 3 * mmap.PAGESIZE]

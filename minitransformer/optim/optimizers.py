@@ -29,6 +29,7 @@ back in place, so a resumed run continues bit for bit.
 """
 from __future__ import annotations
 
+import copy
 import math
 
 from ..backend import device_of, get_xp, to_device, to_numpy
@@ -65,11 +66,15 @@ class Optimizer:
 
     hyperparameters: tuple[str, ...] = ()       # attributes saved in, and checked by, the state
 
-    def __init__(self, params, lr: float, buffers: tuple[str, ...] = ()):
+    def __init__(self, params, lr: float, buffers: tuple[str, ...] = (), empty=None):
         self.params = _materialise(params)
         self.lr = check_number("lr", lr, low=0.0, finite=True)
         self.t = 0
-        self.state = {b: _zero_buffer(self.params) for b in buffers}
+        self.state = {b: _zero_buffer(self.params, empty) for b in buffers}
+        self._plan()
+
+    def _plan(self) -> None:
+        """The update units of ``params`` (run again by ``part``)."""
         self._units = _update_units(self.params, self.state)
 
     def step(self, lr: float | None = None) -> None:
@@ -78,14 +83,33 @@ class Optimizer:
         ``lr``: this step's learning rate (a schedule's value); it becomes the stored
         ``self.lr``. None: the stored one.
         """
+        self.begin_step(lr)
+        self.apply_update()
+
+    def begin_step(self, lr: float | None = None) -> None:
+        """A step's bookkeeping: the step count t (+1) and this step's lr (checked)."""
         if lr is not None:
             self.lr = check_number("lr", lr, low=0.0, finite=True)
         self.t += 1
+
+    def apply_update(self) -> None:
+        """The update of every parameter at step ``t`` with ``lr``, the arithmetic of ``_update``."""
         for p, g, state, tmp in self._units:
             self._update(p, g, state, tmp, self.lr)
 
     def _update(self, p, g, state: dict, tmp, lr: float) -> None:
         raise NotImplementedError(f"{type(self).__name__}._update")
+
+    def part(self, names) -> "Optimizer":
+        """This optimizer restricted to the parameters ``names``: the same type, hyperparameters,
+        t and lr, and the same state arrays (views: its updates are this optimizer's). Data
+        parallelism gives each process a part to update (training/sharded_update.py)."""
+        names = set(names)
+        part = copy.copy(self)
+        part.params = [(name, p, g) for name, p, g in self.params if name in names]
+        part.state = {b: {name: table[name] for name, _, _ in part.params} for b, table in self.state.items()}
+        part._plan()
+        return part
 
     def zero_grad(self) -> None:
         for _, g, _, _ in self._units:
@@ -183,10 +207,10 @@ class SGD(Optimizer):
 
     hyperparameters = ("momentum", "weight_decay")
 
-    def __init__(self, params, lr: float, momentum: float = 0.0, weight_decay: float = 0.0):
+    def __init__(self, params, lr: float, momentum: float = 0.0, weight_decay: float = 0.0, empty=None):
         self.momentum = check_number("momentum", momentum, low=0.0, high=1.0, high_open=True)
         self.weight_decay = check_number("weight_decay", weight_decay, low=0.0, finite=True)
-        super().__init__(params, lr, buffers=("b",) if self.momentum > 0 else ())
+        super().__init__(params, lr, buffers=("b",) if self.momentum > 0 else (), empty=empty)
 
     def _update(self, p, g, state, tmp, lr):
         xp = get_xp(p)
@@ -214,13 +238,13 @@ class Adam(Optimizer):
 
     hyperparameters = ("betas", "eps")
 
-    def __init__(self, params, lr: float, betas=(0.9, 0.999), eps: float = 1e-8):
+    def __init__(self, params, lr: float, betas=(0.9, 0.999), eps: float = 1e-8, empty=None):
         if not isinstance(betas, (tuple, list)) or len(betas) != 2:
             raise ValueError(f"betas: expected a pair (beta1, beta2), got {betas!r}")
         self.betas = tuple(check_number(f"betas[{i}]", b, low=0.0, high=1.0, high_open=True)
                            for i, b in enumerate(betas))
         self.eps = check_number("eps", eps, low=0.0, low_open=True, finite=True)
-        super().__init__(params, lr, buffers=("m", "v"))
+        super().__init__(params, lr, buffers=("m", "v"), empty=empty)
 
     def _update(self, p, g, state, tmp, lr):
         xp = get_xp(p)
@@ -259,22 +283,25 @@ class AdamW(Adam):
     hyperparameters = ("betas", "eps", "weight_decay")
 
     def __init__(self, params, lr: float, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.01, no_decay=default_no_decay):
+                 weight_decay: float = 0.01, no_decay=default_no_decay, empty=None):
         self.weight_decay = check_number("weight_decay", weight_decay, low=0.0, finite=True)
-        super().__init__(params, lr, betas=betas, eps=eps)
-        self.decayed = {name: not no_decay(name, p) for name, p, _ in self.params}
-        decayed = [p for name, p, _ in self.params if self.decayed[name]]
-        self._decayed_runs = [run for _, _, (run,) in contiguous_runs(decayed)] if decayed else []
+        params = _materialise(params)
+        self.decayed = {name: not no_decay(name, p) for name, p, _ in params}   # read by _plan
+        super().__init__(params, lr, betas=betas, eps=eps, empty=empty)
 
-    def step(self, lr: float | None = None) -> None:
+    def _plan(self) -> None:
+        """Adam's update units, and the decayed parameters, neighbours taken as one flat view."""
+        super()._plan()
+        decayed = [p for name, p, _ in self.params if self.decayed[name]]
+        self._decayed_runs = [run for _, _, (run,) in contiguous_runs(decayed)]
+
+    def apply_update(self) -> None:
         """The decay of the decayed parameters, then Adam's update of every parameter
         (each number: the decay first, as if one parameter after the other)."""
-        if lr is not None:
-            self.lr = check_number("lr", lr, low=0.0, finite=True)
         if self.weight_decay > 0:
             for p in self._decayed_runs:                    # the decayed parameters, neighbours as one
                 p *= 1.0 - self.lr * self.weight_decay      # p = p - lr · λ · p
-        super().step()                                      # Adam's update, at self.lr
+        super().apply_update()                              # Adam's update
 
 
 # ------------------------------------------------------------------------ helpers
@@ -306,15 +333,17 @@ def _materialise(params) -> list:
     return triples
 
 
-def _zero_buffer(params) -> dict:
+def _zero_buffer(params, empty=None) -> dict:
     """{name: zeros of the parameter's shape}: views of one flat zero array, in ``params`` order, when
     every parameter has one array module and dtype (so parameters that are neighbours have
-    neighbouring state); else one array each."""
+    neighbouring state); else one array each. ``empty(size, dtype)`` allocates the flat array
+    (default: the array module's; ``make_optimizer`` passes shared memory, for data parallelism)."""
     kinds = {(get_xp(p), p.dtype) for _, p, _ in params}
     if len(kinds) != 1:
         return {name: get_xp(p).zeros_like(p) for name, p, _ in params}
     xp, dtype = kinds.pop()
-    flat = xp.zeros(sum(int(p.size) for _, p, _ in params), dtype=dtype)    # (P,)
+    flat = (empty or xp.empty)(sum(int(p.size) for _, p, _ in params), dtype)   # (P,)
+    flat[...] = 0
     return dict(zip((name for name, _, _ in params), views_of(flat, [p for _, p, _ in params])))
 
 

@@ -53,6 +53,7 @@ from ..layers.blocks import set_recompute
 from ..layers.flat_parameters import flatten_parameters
 from ..validate import check_int, check_number
 from .perf import tune_malloc
+from .workers import shared_empty
 
 
 class TrainingDiverged(RuntimeError):
@@ -162,9 +163,13 @@ def make_optimizer(model, cfg: TrainConfig) -> AdamW:
     """The AdamW of ``cfg`` for ``model``. On the CPU it first puts the model's parameters into one
     flat array and its gradients into another (``layers.flatten_parameters``: same values, the
     layers see no difference), so that each pass of the update, the gradient norm and the data
-    parallel sums is one NumPy call for all parameters."""
+    parallel sums is one NumPy call for all parameters; those arrays and the optimizer's state
+    live in shared memory (``workers.shared_empty``), where data parallelism's worker processes
+    read the parameters and update their share (training/sharded_update.py)."""
     if all(type(p) is np.ndarray for _, p, _ in model.parameters()):
-        flatten_parameters(model)
+        flatten_parameters(model, empty=shared_empty)    # shared memory: data parallelism's workers
+        return AdamW(model.parameters(), cfg.lr, betas=tuple(cfg.betas), weight_decay=cfg.weight_decay,
+                     empty=shared_empty)                # read the parameters, update a share in place
     return AdamW(model.parameters(), cfg.lr, betas=tuple(cfg.betas), weight_decay=cfg.weight_decay)
 
 
@@ -173,7 +178,8 @@ def train_step(model, task, batch, optimizer, lr: float, cfg: TrainConfig, devic
     """Forward, backward, clip, update; returns the loss (a Python float).
 
     ``parallel``: a ``DataParallel`` of ``model`` (data_parallel.py) runs the forward and
-    backward on its replicas, a part of the batch each; the rest of the step is the same.
+    backward on its replicas, a part of the batch each, and, where it can, the gradient sum
+    and the update in shares, one per process (sharded_update.py); the checks are the same.
 
     Non-finite values stop training with ``TrainingDiverged``, checked where it is cheap:
       - the loss, before the backward;
@@ -215,7 +221,10 @@ def train_step(model, task, batch, optimizer, lr: float, cfg: TrainConfig, devic
     if guard is not None:
         guard.active = True
     try:
-        optimizer.step(lr)
+        if parallel is None:
+            optimizer.step(lr)
+        else:
+            parallel.step(optimizer, lr)                  # each process updates a share (sharded_update.py)
     finally:
         if guard is not None:
             guard.active = False
@@ -319,7 +328,8 @@ def train(model, task, cfg: TrainConfig, *, optimizer=None, checkpoint_path=None
     generators = [batch_rng] + dropout_generators(model)
     done, states = start, None       # steps completed; the generators' states when step done+1 began
     t0 = time.perf_counter()
-    with _SigintGuard() as guard, DataParallel(model, n_replicas, forget=optimizer.state_arrays()) as data_parallel:
+    with _SigintGuard() as guard, DataParallel(model, n_replicas, forget=optimizer.state_arrays(),
+                                                     optimizer=optimizer) as data_parallel:
         parallel = data_parallel if n_replicas > 1 else None      # None: the plain step
         try:
             for step in range(start + 1, cfg.steps + 1):
