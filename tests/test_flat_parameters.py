@@ -15,7 +15,7 @@ from minitransformer.functional.cross_entropy import cross_entropy_backward, cro
 from minitransformer.layers import Linear, ReLU, flatten_parameters
 from minitransformer.layers.flat_parameters import contiguous_runs, views_of
 from minitransformer.models import GPT, GPTConfig
-from minitransformer.optim import SGD, Adam, AdamW, clip_grad_norm
+from minitransformer.optim import SGD, Adam, AdamW, clip_grad_norm, optimizers
 
 V, T = 13, 6
 
@@ -83,17 +83,22 @@ def _optimizer(kind, params, lr):
     return AdamW(params, lr, betas=(0.9, 0.99), weight_decay=0.1)
 
 
+@pytest.mark.parametrize("unit_size", [optimizers.UNIT_SIZE, 100])   # the run whole, or in pieces of 100
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("kind", ["sgd", "adam", "adamw"])     # each one always (not left to the draws)
-@settings(max_examples=4, deadline=None)
+@settings(max_examples=3, deadline=None)
 @given(seed=st.integers(0, 2**16), n_steps=st.integers(1, 4))
-def test_an_optimizer_on_one_flat_array_updates_every_number_as_one_parameter_at_a_time(kind, dtype, seed,
-                                                                                        n_steps):
+def test_an_optimizer_on_one_flat_array_updates_every_number_as_one_parameter_at_a_time(kind, dtype, unit_size,
+                                                                                        seed, n_steps):
     model = _gpt(seed).astype(dtype)
     twin = copy.deepcopy(model)
     flatten_parameters(twin)
-    opt, opt_flat = _optimizer(kind, model.parameters(), 1e-2), _optimizer(kind, twin.parameters(), 1e-2)
-    assert len(opt_flat.grad_arrays()) == 1 < len(opt.grad_arrays())   # one unit against one per parameter
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(optimizers, "UNIT_SIZE", unit_size)
+        opt, opt_flat = _optimizer(kind, model.parameters(), 1e-2), _optimizer(kind, twin.parameters(), 1e-2)
+    P = model.num_parameters()
+    assert len(opt_flat.grad_arrays()) == -(-P // unit_size)            # the one run, in pieces
+    assert max(g.size for g in opt_flat.grad_arrays()) == min(P, unit_size)
     rng = np.random.default_rng(seed)
     for t in range(n_steps):
         for (_, _, g), (_, _, g_flat) in zip(model.parameters(), twin.parameters()):

@@ -61,8 +61,10 @@ def plan(grads, worker_grads, optimizer):
 
     ``grads``: the model's gradient arrays; ``worker_grads``: each worker's, in the same order."""
     n = 1 + len(worker_grads)
-    units = [a for p, g, state, _ in optimizer._units for a in [p, g, *state.values()]]
-    if not all(is_shared(a) for a in units + list(grads) + [g for gs in worker_grads for g in gs]):
+    state = [a for table in optimizer.state.values() for a in table.values()]
+    arrays = (optimizer.param_arrays() + optimizer.grad_arrays() + state + list(grads)
+              + [g for gs in worker_grads for g in gs])
+    if not all(is_shared(a) for a in arrays):
         return None
     sums = [[] for _ in range(n)]
     for _, _, (g, *g_ks) in contiguous_runs(grads, *worker_grads):
