@@ -42,7 +42,7 @@ def attention_forward(q, k, v, mask=None, bias=None, *, p_drop=0.0, rng=None, tr
                                        drop_mask=drop_mask)
     B, H, T, D, n_kv_head, S = _check_inputs(q, k, v, mask, bias)
     r = H // n_kv_head                                     # query heads per kv head
-    blocks = query_blocks(T, S) if r == 1 and bias is None and type(q) is numpy.ndarray else None
+    blocks = query_blocks(T, S) if r == 1 and bias is None and isinstance(q, numpy.ndarray) else None
     if blocks is not None and mask_hides_past_edges(mask, blocks):
         return _forward_in_blocks(q, k, v, mask, blocks)  # causal-shaped mask: skip the hidden keys
     q_grouped = q.reshape(B, n_kv_head, r * T, D)          # (B, G, r·T, D)
@@ -56,7 +56,7 @@ def attention_forward(q, k, v, mask=None, bias=None, *, p_drop=0.0, rng=None, tr
         s += additive_mask(mask, s.dtype)                  # -inf where hidden
     P, _ = softmax_into(s, -1, s)                          # (B, H, T, S) P overwrites the scores
     cache = AttentionCache(q_grouped, k_scaled, v, P, scale, None if bias is None else tuple(bias.shape))
-    if r == 1 and type(q) is numpy.ndarray:
+    if r == 1 and isinstance(q, numpy.ndarray):
         return numpy.matmul(P, v, out=_merged_heads_output(B, H, T, v.shape[-1], q.dtype)), cache
     out = P.reshape(B, n_kv_head, r * T, S) @ v            # (B, G, r·T, Dv)
     return out.reshape(B, H, T, v.shape[-1]), cache        # (B, H, T, Dv)
@@ -70,7 +70,7 @@ def attention_backward(dout, cache: AttentionCache):
     B, n_kv_head, rT, D = q_grouped.shape
     H, T, S = P.shape[1:]
     check_upstream("dout", dout, (B, H, T, v.shape[-1]), v.dtype)  # the forward output's shape and dtype
-    blocks = query_blocks(T, S) if rT == T and bias_shape is None and type(P) is numpy.ndarray else None
+    blocks = query_blocks(T, S) if rT == T and bias_shape is None and isinstance(P, numpy.ndarray) else None
     if blocks is not None and probs_zero_past_edges(P, blocks):
         return _backward_in_blocks(dout, cache, blocks)    # P = 0 past the causal edges: skip those keys
     P_grouped = P.reshape(B, n_kv_head, rT, S)             # (B, G, r·T, S)
@@ -127,7 +127,7 @@ def _gradient_buffers(q_grouped, k_scaled, v, H, T):
     heads in the order q, k, v (what merge_heads(dq, dk, dv) produces), when r = 1, S = T and
     Dv = D; else (None, None, None): the products allocate their own results."""
     B, G, S, D = k_scaled.shape
-    if G != H or S != T or v.shape[-1] != D or type(k_scaled) is not numpy.ndarray:
+    if G != H or S != T or v.shape[-1] != D or not isinstance(k_scaled, numpy.ndarray):
         return None, None, None
     heads = numpy.empty((B, T, H + 2 * G, D), dtype=k_scaled.dtype).transpose(0, 2, 1, 3)  # (B, H+2G, T, D)
     return heads[:, :H], heads[:, H:H + G], heads[:, H + G:]

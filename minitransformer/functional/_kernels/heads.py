@@ -26,7 +26,7 @@ def merge_heads(*parts):
 def _side_by_side(parts):
     """The (B, T, Σn_i·D) view the parts tile exactly, in order; None if they do not."""
     p0 = parts[0]
-    if type(p0) is not numpy.ndarray or p0.ndim != 4:
+    if not isinstance(p0, numpy.ndarray) or p0.ndim != 4:
         return None
     B, _, T, D = p0.shape
     n = sum(p.shape[1] for p in parts)
@@ -35,7 +35,7 @@ def _side_by_side(parts):
     start, owner = p0.__array_interface__["data"][0], _owner(p0)
     offset = 0
     for p in parts:
-        if (type(p) is not numpy.ndarray or p.dtype != p0.dtype or p.ndim != 4
+        if (not isinstance(p, numpy.ndarray) or p.dtype != p0.dtype or p.ndim != 4
                 or (p.shape[0], p.shape[2], p.shape[3]) != (B, T, D)
                 or any(side > 1 and got != want for side, got, want in zip(p.shape, p.strides, strides))
                 or p.__array_interface__["data"][0] != start + offset * D * size

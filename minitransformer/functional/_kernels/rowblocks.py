@@ -46,7 +46,7 @@ def in_row_blocks(kernel, *arrays):
     ``arrays``: arrays of shapes (..., n_i) with the same leading shape (...): their
     rows are the last axis, the R = prod(...) rows are cut into blocks.
     """
-    if type(arrays[0]) is not numpy.ndarray or max(a.nbytes for a in arrays) < MIN_BYTES:
+    if not isinstance(arrays[0], numpy.ndarray) or max(a.nbytes for a in arrays) < MIN_BYTES:
         kernel(*arrays)
         return
     views = [a.reshape(-1, a.shape[-1]) for a in arrays]  # (R, n_i): views of contiguous arrays
