@@ -54,7 +54,8 @@ class Optimizer:
 
     ``params``: [(name, param, grad)], materialised; ``t``: steps taken so far;
     ``state[buffer][name]``: the per-parameter buffers that ``state_dict`` saves (views
-    of one flat array per buffer, in ``params`` order).
+    of one flat array per buffer, in ``params`` order, where the parameters share one
+    dtype and array module).
 
     ``_update(p, g, state, tmp, lr)`` updates one array ``p`` in place from its gradient
     ``g``; ``state``: {buffer: its array, p's shape}; ``tmp``: scratch of p's shape. ``p`` is
