@@ -5,7 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 from minitransformer.functional._kernels import fast
 from minitransformer.functional.activations import (gelu_backward, gelu_forward, relu_backward,
@@ -78,7 +78,9 @@ def test_gated_pair_gradients(name, lead, F, bound, seed):
     assert result.ok, f"{name}\n{result}"
 
 
-@given(name=st.sampled_from(ACTIVATIONS), seed=seeds)
+@pytest.mark.parametrize("name", ACTIVATIONS)     # each one for sure (a few derandomized draws missed 'silu')
+@settings(max_examples=3)
+@given(seed=seeds)
 def test_module_gradients(name, seed):
     module = make_activation(name)
     x = uniform_array(seed, (2, 3, 4), 5.0)

@@ -41,9 +41,12 @@ def reference_attention(q, k, v, mask=None, bias=None):
     return out
 
 
+MASK_KINDS = ["none", "causal", "padding", "random"]
+
+
 @st.composite
-def attention_case(draw):
-    """q, k, v, mask, bias with drawn B, H, K | H, T <= S, D, mask kind and bias shape."""
+def attention_case(draw, kind=None):
+    """q, k, v, mask, bias with drawn B, H, K | H, T <= S, D, mask kind (unless given) and bias shape."""
     B, (H, K) = draw(st.integers(1, 2)), draw(head_counts())
     T, D = draw(st.integers(1, 4)), draw(st.integers(1, 4))
     S = T + draw(st.integers(0, 2))
@@ -51,7 +54,7 @@ def attention_case(draw):
     rng = np.random.default_rng(seed)
     q = normal_array(seed, (B, H, T, D))
     k, v = normal_array(seed + 1, (B, K, S, D)), normal_array(seed + 2, (B, K, S, D))
-    kind = draw(st.sampled_from(["none", "causal", "padding", "random"]))
+    kind = kind or draw(st.sampled_from(MASK_KINDS))
     mask = {"none": None,
             "causal": causal_mask(T, S),
             "padding": key_padding_mask(rng.integers(0, S + 1, size=B), S),  # length 0: rows fully masked
@@ -75,8 +78,10 @@ def test_attention_gradients(case, seed):
     assert result.ok, str(result)
 
 
-@given(case=attention_case())
-def test_attention_matches_loop_reference(case):
+@pytest.mark.parametrize("kind", MASK_KINDS)       # each mask for sure (the draws had missed 'padding')
+@given(data=st.data())
+def test_attention_matches_loop_reference(kind, data):
+    case = data.draw(attention_case(kind))
     q, k, v, mask, bias = case
     out, cache = attention_forward(q, k, v, mask, bias)
     np.testing.assert_allclose(out, reference_attention(q, k, v, mask, bias), rtol=0, atol=1e-12)

@@ -69,11 +69,11 @@ def _whole_batch(model, task, batch):
     return float(L), grads
 
 
-@pytest.mark.parametrize("flat", [False, True], ids=["arrays", "flat"])   # every family, both layouts, always
+@pytest.mark.parametrize("recompute", [False, True], ids=["stored", "recompute"])
+@pytest.mark.parametrize("flat", [False, True], ids=["arrays", "flat"])   # every family, layout and setting, always
 @pytest.mark.parametrize("family", ["gpt", "mlm", "seq2seq", "vit", "tabular"])
-@settings(max_examples=6, deadline=None)
-@given(batch_size=st.integers(1, 7), n_replicas=st.integers(2, 4), recompute=st.booleans(),
-       seed=st.integers(0, 2**16))
+@settings(max_examples=4, deadline=None)
+@given(batch_size=st.integers(1, 7), n_replicas=st.integers(2, 4), seed=st.integers(0, 2**16))
 def test_the_parts_gradients_add_up_to_the_whole_batchs(family, flat, batch_size, n_replicas, recompute, seed):
     model, task = _family(family, batch_size, seed)
     batch = task.batch("train", np.random.default_rng(seed))

@@ -24,8 +24,9 @@ F64 = np.float64
 LOGIT_TOL = 1e-12
 # init_std 0.4: peaked distributions, so the strategies make different, meaningful choices.
 TINY = dict(vocab_size=11, block_size=10, n_layer=2, n_head=4, d_model=16, d_ff=24, init_std=0.4)
+POSITIONS = ["learned", "sinusoidal", "rope", "alibi", "shaw", "t5", "none"]
 decoder_variants = st.fixed_dictionaries({
-    "position": st.sampled_from(["learned", "sinusoidal", "rope", "alibi", "shaw", "t5", "none"]),
+    "position": st.sampled_from(POSITIONS),
     "n_kv_head": st.sampled_from([None, 2, 1]),             # MHA, grouped-query, multi-query
     "window": st.sampled_from([None, 3]),
     "norm_position": st.sampled_from(["pre", "post"]),
@@ -47,11 +48,12 @@ def first_eos_then_eos(row, eos):
 
 
 # ------------------------------------------------------------------ the KV cache
-@settings(max_examples=12)
+@pytest.mark.parametrize("position", POSITIONS)   # each for sure: the draws had missed 'rope' and 'shaw'
+@settings(max_examples=3)
 @given(v=decoder_variants, seed=seeds)
-def test_cached_step_logits_equal_the_full_rerun(v, seed):
+def test_cached_step_logits_equal_the_full_rerun(position, v, seed):
     """Every next-token distribution, not only the argmax, is the same with the cache."""
-    model = tiny_gpt(seed % 100, **v).eval()
+    model = tiny_gpt(seed % 100, **{**v, "position": position}).eval()
     ids = integer_ids(seed, (2, TINY["block_size"]), TINY["vocab_size"])
     cached, rerun = LogitsStep(model, use_cache=True), LogitsStep(model, use_cache=False)
     np.testing.assert_allclose(cached(ids[:, :3]), rerun(ids[:, :3]), rtol=LOGIT_TOL, atol=LOGIT_TOL)
@@ -71,9 +73,9 @@ def test_cached_and_uncached_generation_give_the_same_tokens(v, strategy, seed):
     np.testing.assert_array_equal(runs[0], runs[1])
 
 
-@settings(max_examples=8)
-@given(position=st.sampled_from(["learned", "sinusoidal", "rope", "alibi", "shaw", "t5"]),
-       n_kv_head=st.sampled_from([None, 2]), seed=seeds)
+@pytest.mark.parametrize("position", POSITIONS[:-1])   # each for sure: the draws had missed 'shaw', 'sinusoidal'
+@settings(max_examples=2)
+@given(n_kv_head=st.sampled_from([None, 2]), seed=seeds)
 def test_seq2seq_cached_equals_uncached(position, n_kv_head, seed):
     model = tiny_seq2seq(seed % 100, position=position, n_kv_head=n_kv_head)
     src = integer_ids(seed, (3, 5), TINY["vocab_size"] - 3) + 3      # ids 3.. (0 is PAD)

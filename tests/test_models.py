@@ -16,13 +16,25 @@ from strategies import seeds
 TOL = 1e-6
 F64 = np.float64
 
-variants = st.fixed_dictionaries({
-    "norm": st.sampled_from(["layernorm", "rmsnorm"]),
-    "norm_position": st.sampled_from(["pre", "post"]),
-    "activation": st.sampled_from(["relu", "gelu", "gelu_tanh", "silu", "geglu", "swiglu"]),
-    "position": st.sampled_from(["learned", "sinusoidal", "rope", "alibi", "shaw", "t5", "none"]),
-    "n_kv_head": st.sampled_from([None, 1, 2]),
-})
+CHOICES = {
+    "position": ["learned", "sinusoidal", "rope", "alibi", "shaw", "t5", "none"],
+    "activation": ["relu", "gelu", "gelu_tanh", "silu", "geglu", "swiglu"],
+    "norm": ["layernorm", "rmsnorm"],
+    "norm_position": ["pre", "post"],
+    "n_kv_head": [None, 1, 2],
+}
+variants = st.fixed_dictionaries({key: st.sampled_from(values) for key, values in CHOICES.items()})
+# The "every variant" tests take every value of every choice for sure: 7 cases, one per
+# position, cycling through the other lists (the norm and its position: all 4 pairs). Left
+# to the draws, a few derandomized examples never drew some values at all (an audit of the
+# draws found 'silu' and 't5' never drawn for GPT, 'gelu', 'silu', 'alibi', 'rope' and
+# 'none' never for Seq2Seq).
+EVERY_VARIANT = [{"position": position,
+                  "activation": CHOICES["activation"][i % 6],
+                  "norm": CHOICES["norm"][i % 2],
+                  "norm_position": CHOICES["norm_position"][(i // 2) % 2],
+                  "n_kv_head": CHOICES["n_kv_head"][i % 3]} for i, position in enumerate(CHOICES["position"])]
+_variant_id = lambda v: "-".join(str(v[k]) for k in ("position", "activation", "norm", "norm_position", "n_kv_head"))  # noqa: E731
 # init_std 0.4, not the training default 0.02: with tiny weights the attention is
 # nearly uniform, the Q/K gradients are ~1e-4, and float64 round-off in the
 # objective (~1e-9) would read as a 1e-5 relative error. Larger weights make the
@@ -30,8 +42,9 @@ variants = st.fixed_dictionaries({
 TINY = dict(vocab_size=7, block_size=6, n_layer=2, n_head=2, d_model=8, d_ff=12, init_std=0.4)
 
 
-@settings(max_examples=8)
-@given(v=variants, tie=st.booleans(), p_drop=st.sampled_from([0.0, 0.2]), seed=seeds)
+@pytest.mark.parametrize("v", EVERY_VARIANT, ids=_variant_id)
+@settings(max_examples=2)
+@given(tie=st.booleans(), p_drop=st.sampled_from([0.0, 0.2]), seed=seeds)
 def test_gpt_gradients_every_variant(v, tie, p_drop, seed):
     model = GPT(GPTConfig(**TINY, **v, tie_weights=tie, p_drop=p_drop), rng=seed % 1000, dtype=F64)
     ids = np.random.default_rng(seed).integers(0, 7, (2, 5))
@@ -39,8 +52,9 @@ def test_gpt_gradients_every_variant(v, tie, p_drop, seed):
     assert result.ok, str(result)
 
 
-@settings(max_examples=6)
-@given(v=variants, types=st.sampled_from([0, 2]), p_drop=st.sampled_from([0.0, 0.2]), seed=seeds)
+@pytest.mark.parametrize("v", EVERY_VARIANT, ids=_variant_id)
+@settings(max_examples=1)
+@given(types=st.sampled_from([0, 2]), p_drop=st.sampled_from([0.0, 0.2]), seed=seeds)
 def test_encoder_gradients_every_variant_and_head(v, types, p_drop, seed):
     cfg = EncoderConfig(**TINY, **v, type_vocab_size=types, n_classes=3, p_drop=p_drop)
     model = Encoder(cfg, rng=seed % 1000, dtype=F64)
@@ -52,8 +66,9 @@ def test_encoder_gradients_every_variant_and_head(v, types, p_drop, seed):
         assert result.ok, f"head={head}\n{result}"
 
 
-@settings(max_examples=6)
-@given(v=variants, shared=st.booleans(), p_drop=st.sampled_from([0.0, 0.2]), seed=seeds)
+@pytest.mark.parametrize("v", EVERY_VARIANT, ids=_variant_id)
+@settings(max_examples=1)
+@given(shared=st.booleans(), p_drop=st.sampled_from([0.0, 0.2]), seed=seeds)
 def test_seq2seq_gradients_every_variant(v, shared, p_drop, seed):
     cfg = Seq2SeqConfig(**TINY, **v, shared_embeddings=shared, p_drop=p_drop,
                         src_vocab_size=None if shared else 9)
