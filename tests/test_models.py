@@ -23,7 +23,6 @@ CHOICES = {
     "norm_position": ["pre", "post"],
     "n_kv_head": [None, 1, 2],
 }
-variants = st.fixed_dictionaries({key: st.sampled_from(values) for key, values in CHOICES.items()})
 # The "every variant" tests take every value of every choice for sure: 7 cases, one per
 # position, cycling through the other lists (the norm and its position: all 4 pairs). Left
 # to the draws, a few derandomized examples never drew some values at all (an audit of the
@@ -229,8 +228,9 @@ def test_recompute_keeps_only_the_block_inputs_between_forward_and_backward():
         set_recompute(model, "yes")
 
 
-@settings(max_examples=4)
-@given(v=variants, p_drop=st.sampled_from([0.0, 0.2]), seed=seeds)
+@pytest.mark.parametrize("v", EVERY_VARIANT, ids=_variant_id)
+@settings(max_examples=1)
+@given(p_drop=st.sampled_from([0.0, 0.2]), seed=seeds)
 def test_gpt_gradients_with_recompute(v, p_drop, seed):
     from minitransformer.layers import set_recompute
     model = GPT(GPTConfig(**TINY, **v, p_drop=p_drop), rng=seed % 1000, dtype=F64)
