@@ -13,7 +13,7 @@ Why. The optimizer, the gradient norm and data parallelism's gradient sum are th
 same few elementwise passes over every parameter. Over n separate arrays that is n
 NumPy calls a pass, each paying its set-up (about a microsecond); over one array it
 is one call. For the default GPT (52 parameter arrays, 0.8 M numbers) the AdamW
-update alone goes from about 2.2 to 1.4 ms a step (benchmarks/RESULTS.md).
+update alone goes from about 2.2 to 1.6 ms a step (benchmarks/RESULTS.md).
 ``contiguous_runs`` finds the arrays that lie side by side in memory, so the
 optimizer and data parallelism take the one-call route wherever it exists, and the
 per-array route elsewhere, with the same arithmetic on every number.

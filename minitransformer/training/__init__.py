@@ -2,7 +2,7 @@
 Module, checkpoints (save, resume, load), data parallelism on the CPU's cores, and the
 process-wide allocator and BLAS-thread settings.
 
-    loop.py         TrainConfig, train(), TrainingDiverged, TrainingInterrupted, ResumeMismatch
+    loop.py         TrainConfig, train(), make_optimizer, TrainingDiverged, TrainingInterrupted, ResumeMismatch
     data.py         the default corpus, splits, random batches, MLM masking
     tasks.py        what a model family trains on (LM, MLM, sequence tasks)
     loss.py         CrossEntropyLoss, the Module around functional/cross_entropy; task_loss(_backward)
@@ -10,6 +10,7 @@ process-wide allocator and BLAS-thread settings.
     load.py         load_model(path) -> (model, tokenizer)
     perf.py         tune_malloc(), blas_threads(n)
     data_parallel.py  DataParallel: the batch in parts, a model replica and a core each
+    sharded_update.py after the backward, each process sums and updates a share of the parameters
     workers.py        the replicas past the first, in forked worker processes
 """
 from .load import load_model
