@@ -20,6 +20,12 @@ an update is a short sequence of in-place ufuncs (``*=``, ``+=``, ``out=``) with
 Python-float coefficients, which never promote a float32 array (a NumPy float64
 scalar can, on some backends).
 
+Parameters that lie side by side in one flat array (``layers.flatten_parameters``, which
+``training.loop.make_optimizer`` applies) are updated as one array, in pieces of
+``UNIT_SIZE`` numbers: the same arithmetic on every number, a few NumPy calls a step
+instead of a few per parameter. ``part(names)`` is the optimizer over some of its
+parameters, sharing its state: data parallelism updates a part in each process.
+
 Checkpoints: ``state_dict()`` is a flat dict that ``checkpoint.save_checkpoint``
 stores as it is: JSON-able values under plain keys ("type", "step", "lr" and the
 hyperparameters) and NumPy copies of the buffers under "<buffer>/<param name>"
