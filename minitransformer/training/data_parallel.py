@@ -152,8 +152,8 @@ class DataParallel:
                             if n_replicas > 1 and not shared else [])
         worker_grads = [shared_like(self.grads) for _ in range(n_replicas - 1)]
         self._shards = plan(self.grads, worker_grads, optimizer) if optimizer is not None and n_replicas > 1 else None
-        self._grad_runs = [[arrays for _, _, arrays in contiguous_runs(self.grads, grads_k)]
-                           for grads_k in worker_grads]
+        self._grad_runs = [] if self._shards else [[arrays for _, _, arrays in contiguous_runs(self.grads, grads_k)]
+                                                   for grads_k in worker_grads]   # backward's sum in this process
         own = [p for p, _ in self._param_runs] + [g for _, _, (g,) in contiguous_runs(self.grads)] + forget
         parent_only = [a for a in own if not is_shared(a)]     # the workers drop their copies
         self.workers = [Worker(model, self.shared_params, grads_k, self.threads_per_replica, parent_only,

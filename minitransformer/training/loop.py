@@ -166,11 +166,11 @@ def make_optimizer(model, cfg: TrainConfig) -> AdamW:
     parallel sums is one NumPy call for all parameters; those arrays and the optimizer's state
     live in shared memory (``workers.shared_empty``), where data parallelism's worker processes
     read the parameters and update their share (training/sharded_update.py)."""
-    if all(type(p) is np.ndarray for _, p, _ in model.parameters()):
+    on_cpu = all(type(p) is np.ndarray for _, p, _ in model.parameters())
+    if on_cpu:
         flatten_parameters(model, empty=shared_empty)    # shared memory: data parallelism's workers
-        return AdamW(model.parameters(), cfg.lr, betas=tuple(cfg.betas), weight_decay=cfg.weight_decay,
-                     empty=shared_empty)                # read the parameters, update a share in place
-    return AdamW(model.parameters(), cfg.lr, betas=tuple(cfg.betas), weight_decay=cfg.weight_decay)
+    return AdamW(model.parameters(), cfg.lr, betas=tuple(cfg.betas), weight_decay=cfg.weight_decay,
+                 empty=shared_empty if on_cpu else None)  # read the parameters, update a share in place
 
 
 def train_step(model, task, batch, optimizer, lr: float, cfg: TrainConfig, device="cpu", *,

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import copy
 import ctypes
+import itertools
 import mmap
 import multiprocessing
 import os
@@ -53,26 +54,14 @@ from .perf import blas_thread_control, release_free_heap
 
 
 def shared_like(arrays) -> list:
-    """Zero-filled arrays with the shapes, dtypes and array types of ``arrays``, views of one
-    anonymous shared mmap: a process forked afterwards reads and writes the same memory.
+    """Zero-filled arrays with the shapes, dtypes and array types of ``arrays``, in anonymous shared
+    memory (``shared_empty``): a process forked afterwards reads and writes the same memory.
     Neighbours of one dtype and type lie side by side in one flat array (so ``contiguous_runs``
-    takes them as one: one copy or sum for all); each such group starts on a 64-byte boundary."""
-    groups = []                                            # [[arrays of one dtype and type], ...] in order
-    for a in arrays:
-        if groups and (groups[-1][0].dtype, type(groups[-1][0])) == (a.dtype, type(a)):
-            groups[-1].append(a)
-        else:
-            groups.append([a])
-    offsets, size = [], 0
-    for group in groups:
-        size = -(-size // 64) * 64                         # each group on a 64-byte boundary
-        offsets.append(size)
-        size += sum(a.nbytes for a in group)
-    buffer = mmap.mmap(-1, max(size, 1))                   # anonymous: MAP_SHARED, zero-filled
+    takes them as one: one copy or sum for all)."""
     views = []
-    for group, offset in zip(groups, offsets):
-        a = group[0]
-        flat = numpy.frombuffer(buffer, a.dtype, sum(b.size for b in group), offset).view(type(a))   # (P,)
+    for _, group in itertools.groupby(arrays, key=lambda a: (a.dtype, type(a))):   # neighbours of one kind
+        group = list(group)
+        flat = shared_empty(sum(a.size for a in group), group[0].dtype).view(type(group[0]))   # (P,)
         views.extend(views_of(flat, group))
     return views
 
