@@ -18,7 +18,13 @@ over the rows r0_b..T that can see those keys, so no gradient is accumulated.
 Entries that the mask hides inside a computed block are handled as everywhere: -inf
 scores, P = 0, dscores = 0. The same work runs on a few batch rows at a time
 (BATCH_BYTES), so a block's scores stay in cache between the product, the softmax
-and P V.
+and P V. In the forward a block's scores are formed in a contiguous scratch
+buffer and the softmax's last pass writes P into its view, why: a block of P is a
+strided view (rows of `end` numbers, S apart), over which NumPy runs exp and the row
+reductions one row at a time; over the scratch, one loop each (the same bits; config c,
+T = 256, one core: a layer's blocked forward 16.4 -> 14.7-15.2 ms alone, about 0.5 ms
+less inside training steps). The backward's dP in a scratch too was no faster there
+(benchmarks/RESULTS.md).
 
 The forward takes this path when the mask hides every key past each block's causal
 edge (causal, with a KV cache offset, sliding windows, with or without key padding);
@@ -77,14 +83,17 @@ def blocked_forward(q, k_scaled, v, additive, blocks, out, P):
     0 / -inf form, broadcastable to (B, H, T, S).
     """
     kT = k_scaled.swapaxes(-1, -2)                                   # (B, H, D, S) view
-    for b0, b1 in _batch_steps(P, blocks):
+    steps = _batch_steps(P, blocks)
+    scratch = _scratch(P, steps, blocks)
+    for b0, b1 in steps:
         for r0, r1, end in blocks:
-            scores = P[b0:b1, :, r0:r1, :end]                        # (b, H, rows, end) view of P
+            scores = _contiguous(scratch, (b1 - b0,) + P.shape[1:2] + (r1 - r0, end))   # (b, H, rows, end)
             numpy.matmul(q[b0:b1, :, r0:r1], kT[b0:b1, :, :, :end], out=scores)
             scores += _block_of(additive, b0, b1, r0, r1, end)        # -inf where hidden
-            _softmax_kernel(scores, scores)                          # P over the computed keys
+            P_block = P[b0:b1, :, r0:r1, :end]                       # (b, H, rows, end) view of P
+            _softmax_kernel(scores, P_block, scores)                 # P over the computed keys
             P[b0:b1, :, r0:r1, end:] = 0                             # the keys no row of the block sees
-            numpy.matmul(scores, v[b0:b1, :, :end], out=out[b0:b1, :, r0:r1])   # (b, H, rows, Dv)
+            numpy.matmul(P_block, v[b0:b1, :, :end], out=out[b0:b1, :, r0:r1])   # (b, H, rows, Dv)
 
 
 def blocked_backward(dout, q, k_scaled, v, P, blocks, dq, dk, dv):
@@ -114,6 +123,19 @@ def _batch_steps(P, blocks):
     widest = max((r1 - r0) * end for r0, r1, end in blocks) * H * P.itemsize   # bytes per batch row
     step = max(1, min(B, BATCH_BYTES // widest))
     return [(b0, min(B, b0 + step)) for b0 in range(0, B, step)]
+
+
+def _scratch(P, steps, blocks):
+    """A flat buffer for the largest block's scores (b, H, rows, end) of one batch step."""
+    widest = max((r1 - r0) * end for r0, r1, end in blocks)
+    return numpy.empty(steps[0][1] * P.shape[1] * widest, dtype=P.dtype)
+
+
+def _contiguous(scratch, shape):
+    """A C-contiguous array of ``shape`` at the start of ``scratch``: one block's scores, whose
+    rows, unlike those of a view of P, follow each other in memory (unary NumPy passes and row
+    sums then run as one loop instead of one per row)."""
+    return scratch[:int(numpy.prod(shape))].reshape(shape)
 
 
 def _block_of(a, b0, b1, r0, r1, end):
