@@ -22,7 +22,7 @@ and P V. In the forward a block's scores are formed in a contiguous scratch
 buffer and the softmax's last pass writes P into its view, why: a block of P is a
 strided view (rows of `end` numbers, S apart), over which NumPy runs exp and the row
 reductions one row at a time; over the scratch, one loop each (the same bits; config c,
-T = 256, one core: a layer's blocked forward 16.4 -> 14.7-15.2 ms alone, about 0.5 ms
+T = 256, one core: a layer's blocked forward 16.4 -> 14.7-15.2 ms alone, 0.6-0.9 ms
 less inside training steps). The backward's dP in a scratch too was no faster there
 (benchmarks/RESULTS.md).
 
