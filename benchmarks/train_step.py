@@ -97,17 +97,16 @@ def build(name: str, seed: int = 0, recompute: bool = False, data_parallel: int 
     return model, task, cfg, make_optimizer(model, cfg), rng
 
 
-def stepper(model, task, opt, cfg, batch, parallel=None):
+def stepper(model, task, opt, cfg, batch, replicas=None):
     """(step(batch), parallel): ``train_step`` with the batch split over the replicas that
-    ``train()`` would use for this model and batch (training/data_parallel.py); ``parallel`` is
-    the entered DataParallel (it holds OpenBLAS's thread count, as in a run: close it before
-    another stepper reads the count) or None for one replica. Given ``parallel``: that one."""
+    ``train()`` would use for this model and batch (training/data_parallel.py), or over
+    ``replicas`` if given; ``parallel`` is the entered DataParallel (it holds OpenBLAS's thread
+    count, as in a run: close it before another stepper reads the count) or None for one replica."""
     from minitransformer.training.data_parallel import DataParallel, n_replicas_for
     from minitransformer.training.loop import train_step
 
-    if parallel is None:
-        n, _ = n_replicas_for(model, batch, cfg.data_parallel)
-        parallel = DataParallel(model, n, forget=opt.state_arrays(), optimizer=opt).__enter__() if n > 1 else None
+    n = replicas or n_replicas_for(model, batch, cfg.data_parallel)[0]
+    parallel = DataParallel(model, n, forget=opt.state_arrays(), optimizer=opt).__enter__() if n > 1 else None
     return (lambda b: train_step(model, task, b, opt, cfg.lr, cfg, parallel=parallel)), parallel
 
 
@@ -255,15 +254,13 @@ def _matmul_time(name, recompute, task, batches, plain_step, plain_parallel):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from matmul_timer import MATMUL, as_timed, clock_reading
 
-    from minitransformer.training.data_parallel import DataParallel
     from minitransformer.training.loop import make_optimizer
 
     model, _, cfg, _, _ = build(name, recompute=recompute)
     model._map_params(as_timed)           # views: the same memory, every op now reports to MATMUL
     opt = make_optimizer(model, cfg)      # the new gradient arrays
     replicas = replica_count(plain_parallel)          # the plain step's (the BLAS count is held now)
-    parallel = DataParallel(model, replicas, forget=opt.state_arrays(), optimizer=opt).__enter__() if replicas > 1 else None
-    step, _ = stepper(model, task, opt, cfg, batches[0], parallel=parallel)
+    step, parallel = stepper(model, task, opt, cfg, batches[0], replicas=replicas)
     step(batches[0])                      # warm-up of the instrumented path
     MATMUL.reset()
     gemm, gemv, share, share_timed, calls = [], [], [], [], 0

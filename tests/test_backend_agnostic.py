@@ -27,7 +27,7 @@ from minitransformer.layers.norm import LayerNorm, RMSNorm
 from minitransformer.layers.positions import LearnedPositionEmbedding
 from minitransformer.models import GPT, Encoder, EncoderConfig, GPTConfig, Seq2Seq, Seq2SeqConfig
 from minitransformer.optim import AdamW, clip_grad_norm
-from minitransformer.training.loop import TrainConfig, train_step
+from minitransformer.training.loop import TrainConfig, train, train_step
 from strict_array import STRICT, TRANSFERS, StrictArray, StrictError, from_strict, to_strict
 
 F32, F64 = np.float32, np.float64
@@ -286,3 +286,27 @@ def test_clipping_returns_a_python_float_on_device_arrays():
     total = clip_grad_norm(grads, 1.0)
     assert isinstance(total, float) and total > 1.0
     assert all(isinstance(g, StrictArray) for g in grads)
+
+
+class _StrictLMTask(_StrictTask):
+    """_StrictTask with the batches and token count ``train`` draws."""
+
+    def batch(self, split, rng):
+        return rng.integers(0, 11, (2, 6)), rng.integers(0, 11, (2, 6))
+
+    def tokens(self, batch):
+        return batch[0].size
+
+
+def test_train_runs_on_device_arrays():
+    """train() with device arrays (data parallelism off: a GPU) takes the steps NumPy takes: the
+    same losses. (It once raised: the data-parallel block was handed the optimizer's device
+    state as arrays for worker processes that a GPU run never starts.)"""
+    ref, dev = _twins(lambda: GPT(GPTConfig(**SMALL), rng=0))
+    forward = lambda model, b: (model.forward(b[0]), b[1])             # noqa: E731
+    cfg = TrainConfig(steps=3, eval_interval=100, data_parallel=1)
+    quiet = lambda *args: None                                          # noqa: E731
+    result = train(ref, _StrictLMTask(forward, False), cfg, log=quiet)
+    result_dev = train(dev, _StrictLMTask(forward, True), cfg, device="cuda", log=quiet)
+    assert [step for step, _ in result_dev.history] == [1, 2, 3]
+    assert result_dev.history == result.history

@@ -328,7 +328,8 @@ def train(model, task, cfg: TrainConfig, *, optimizer=None, checkpoint_path=None
     generators = [batch_rng] + dropout_generators(model)
     done, states = start, None       # steps completed; the generators' states when step done+1 began
     t0 = time.perf_counter()
-    with _SigintGuard() as guard, DataParallel(model, n_replicas, forget=optimizer.state_arrays(),
+    forget = optimizer.state_arrays() if n_replicas > 1 else ()   # NumPy's, for the workers: none on a GPU
+    with _SigintGuard() as guard, DataParallel(model, n_replicas, forget=forget,
                                                      optimizer=optimizer) as data_parallel:
         parallel = data_parallel if n_replicas > 1 else None      # None: the plain step
         try:

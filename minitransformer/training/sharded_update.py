@@ -24,7 +24,7 @@ The shares. The gradient sum: each run of neighbouring gradients (all of them, a
 parameters in n groups of whole parameters, each about 1/n of the numbers
 (``Optimizer.part``); whole parameters keep each part an optimizer of its own. Every
 number gets the same arithmetic as in one process: the results are the same, bit for
-bit (tests/test_data_parallel.py).
+bit (tests/test_sharded_update.py).
 """
 from __future__ import annotations
 
