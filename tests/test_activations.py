@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from minitransformer.functional._kernels import fast
+from minitransformer.fast.kernels import twin_of
 from minitransformer.functional.activations import (gelu_backward, gelu_forward, relu_backward,
                                                     relu_forward, silu_backward, silu_forward)
 from minitransformer.functional.gated import (geglu_backward, geglu_forward, swiglu_backward,
@@ -177,8 +177,12 @@ def test_gated_activations_and_the_factory():
         assert type(module) is kinds[name] and not module.params
         width = 2 if name in GATED_ACTIVATIONS else 4
         assert module.forward(x).shape == (2, 3, width)
-    np.testing.assert_array_equal(make_activation("gelu_tanh").forward(x),        # the Module runs the
-                                  fast(gelu_forward)(x, approximate="tanh")[0])   # fast twin (test_kernels)
+    np.testing.assert_array_equal(make_activation("gelu_tanh").forward(x),        # the Module runs the plain
+                                  gelu_forward(x, approximate="tanh")[0])        # form by default ...
+    from minitransformer import fast
+    with fast.enabled():                                                           # ... and the twin with the wing on
+        np.testing.assert_array_equal(make_activation("gelu_tanh").forward(x),
+                                      twin_of(gelu_forward)(x, approximate="tanh")[0])
 
 
 # ------------------------------------------------------------------ dtype and range
@@ -257,7 +261,7 @@ def test_every_activation_backward_is_finite_wherever_its_forward_is(dtype, data
         unary = [("relu", relu_forward, relu_backward), ("silu", silu_forward, silu_backward)]
         for form in ("none", "tanh"):
             unary += [(f"gelu {form}", lambda a, f=form: gelu_forward(a, f), gelu_backward),
-                      (f"gelu {form} (fast)", lambda a, f=form: fast(gelu_forward)(a, f), gelu_backward)]
+                      (f"gelu {form} (fast)", lambda a, f=form: twin_of(gelu_forward)(a, f), gelu_backward)]
         for name, forward, backward in unary:
             y, cache = forward(x)
             dx = backward(np.ones_like(y), cache)

@@ -1,4 +1,4 @@
-"""The attention twin's query-block path (functional/_kernels/attention_blocks.py).
+"""The attention twin's query-block path (fast/kernels/attention_blocks.py).
 
 Under a causal-shaped mask the twin computes each block of query rows only over the
 keys that block can see. In training it runs from T = 256 (2 blocks of 128 rows); here
@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from minitransformer.functional import masks
-from minitransformer.functional._kernels import attention_blocks, fast
+from minitransformer.fast.kernels import attention_blocks, twin_of
 from minitransformer.functional.attention import attention_backward, attention_forward
 from minitransformer.functional.heads import merge_heads
 
@@ -94,7 +94,7 @@ def test_block_path_equals_the_plain_form(data, B, H, T, offset, D, dtype, seed,
                                               TOL[dtype])
         assert attention_blocks.probs_zero_past_edges(cache_fast.probs, blocks)  # and the backward
         expected = attention_backward(dout, cache_plain)
-        for mixed in (attention_backward(dout, cache_fast), fast(attention_backward)(dout, cache_plain)):
+        for mixed in (attention_backward(dout, cache_fast), twin_of(attention_backward)(dout, cache_plain)):
             for g_mixed, g_plain in zip(mixed, expected):          # either cache, either backward
                 assert_twin(g_mixed, g_plain, TOL[dtype])
 
@@ -110,15 +110,15 @@ def test_keys_no_query_sees_get_zero_gradient_and_nothing_leaks(B, T, dtype, see
     mask = masks.combine_masks(masks.causal_mask(T), masks.key_padding_mask(padding=padding))
     with pytest.MonkeyPatch.context() as mp:
         small_blocks(mp)
-        out, cache = fast(attention_forward)(q, k, v, mask)
+        out, cache = twin_of(attention_forward)(q, k, v, mask)
         assert attention_blocks.probs_zero_past_edges(cache.probs, attention_blocks.query_blocks(T, T))
-        _, dk, dv = fast(attention_backward)(dout, cache)
+        _, dk, dv = twin_of(attention_backward)(dout, cache)
         assert np.all(dk[:, :, T - n_pad:] == 0) and np.all(dv[:, :, T - n_pad:] == 0)
         k2, v2 = k.copy(), v.copy()
         k2[:, :, T // 2:] += 5.0                                   # change the keys from T // 2 on
         v2[:, :, T // 2:] -= 5.0
-        out2, _ = fast(attention_forward)(q, k2, v2, masks.causal_mask(T))
-        out1, _ = fast(attention_forward)(q, k, v, masks.causal_mask(T))
+        out2, _ = twin_of(attention_forward)(q, k2, v2, masks.causal_mask(T))
+        out1, _ = twin_of(attention_forward)(q, k, v, masks.causal_mask(T))
         np.testing.assert_array_equal(out2[:, :, :T // 2], out1[:, :, :T // 2])
 
 
@@ -126,8 +126,8 @@ def test_block_path_keeps_the_merged_heads_layout(monkeypatch):
     """out and dq, dk, dv sit in the buffers merge_heads reshapes without a copy, as on the whole path."""
     small_blocks(monkeypatch)
     q, k, v, dout = (normal_array(i, (2, 3, 8, 4), 1.0, np.float32) for i in range(4))
-    out, cache = fast(attention_forward)(q, k, v, masks.causal_mask(8))
+    out, cache = twin_of(attention_forward)(q, k, v, masks.causal_mask(8))
     assert attention_blocks.mask_hides_past_edges(masks.causal_mask(8), attention_blocks.query_blocks(8, 8))
-    dq, dk, dv = fast(attention_backward)(dout, cache)
-    assert np.shares_memory(fast(merge_heads)(out), out)
-    assert np.shares_memory(fast(merge_heads)(dq, dk, dv), dq)
+    dq, dk, dv = twin_of(attention_backward)(dout, cache)
+    assert np.shares_memory(twin_of(merge_heads)(out), out)
+    assert np.shares_memory(twin_of(merge_heads)(dq, dk, dv), dq)

@@ -18,7 +18,7 @@ from minitransformer.functional.masks import dilated_window_mask, global_window_
 from minitransformer.functional.rope import rope_backward, rope_forward
 from minitransformer.plots.context import interpolation_figure, sinks_figure
 from minitransformer.training.context import position_losses
-from minitransformer.functional._kernels import attention as fast_attention
+from minitransformer.fast.kernels import attention as fast_attention
 from minitransformer.gradcheck import check_module, check_pair
 from minitransformer.functional.softmax import log_softmax_forward
 from minitransformer.generation.generate import generate

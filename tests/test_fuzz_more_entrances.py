@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from minitransformer.functional import _kernels
+from minitransformer.fast.kernels import twin_of
 from minitransformer.functional import activations as A
 from minitransformer.functional import alibi, attention, cross_entropy, dropout, embedding, erf, gated
 from minitransformer.functional import heads, linear, masks, norm, rope, sinusoidal, softmax
@@ -86,7 +86,7 @@ def backward_entrance(forward, backward, good, dout_name):
 def _pair(name, forward, backward, good, dout_name="dy", names=None, extra=()):
     yield f"{name}_forward", entrance(forward, good, names, extra)
     yield f"{name}_backward", backward_entrance(forward, backward, good, dout_name)
-    twin_f, twin_b = _kernels.fast(forward), _kernels.fast(backward)
+    twin_f, twin_b = twin_of(forward), twin_of(backward)
     if twin_f is not forward:
         yield f"{name}_forward (fast)", entrance(twin_f, good, names, extra)
     if twin_b is not backward:

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from minitransformer.cli import main
-from minitransformer.homework.assignments import ASSIGNMENTS, BY_ID, exported_function_names
-from minitransformer.homework.export import export, set_plain_only, stub_source
+from minitransformer.homework.assignments import ASSIGNMENTS, BY_ID
+from minitransformer.homework.export import export, stub_source
 
 ALL_POINTS = sum(a.points for a in ASSIGNMENTS)
 
@@ -128,19 +128,10 @@ def test_stub_keeps_signature_docstring_and_everything_else_byte_identical():
     assert lines_new[-tail:] == lines_old[-tail:]
 
 
-def test_plain_only_line_is_replaced_or_appended():
-    names = ["b_forward", "a_forward"]
-    line = "PLAIN_ONLY: frozenset[str] = frozenset({'a_forward', 'b_forward'})"
-    assert set_plain_only('"""doc."""\n', names).endswith(line + "\n")
-    replaced = set_plain_only('x = 1\nPLAIN_ONLY: frozenset[str] = frozenset({\n    "old",\n})\ny = 2\n', names)
-    assert replaced == f"x = 1\n{line}\ny = 2\n"
-
-
-def test_export_writes_plain_only_handout_and_starters(tmp_path):
+def test_export_leaves_out_the_speed_wing_and_writes_handout_and_starters(tmp_path):
     export(["layernorm", "mha"], tmp_path)
-    kernels = (tmp_path / "minitransformer/functional/_kernels/__init__.py").read_text()
-    assert "PLAIN_ONLY: frozenset[str] = frozenset({'layernorm_backward', 'layernorm_forward'})" in kernels
-    assert exported_function_names([BY_ID["mha"]]) == []           # methods are not fast-twinned
+    assert not (tmp_path / "minitransformer/fast").exists()        # its twins are solutions
+    assert (tmp_path / "minitransformer/functional/twins.py").is_file()
     handout = (tmp_path / "HOMEWORK.md").read_text()
     assert "## layernorm" in handout and "rstd" in handout and "## mha" in handout
     starter = (tmp_path / "starter_layernorm.py").read_text()

@@ -1,6 +1,6 @@
-"""Each fast twin (functional/_kernels/) computes what its plain form computes.
+"""Each fast twin (fast/kernels/) computes what its plain form computes.
 
-The layers call ``fast(plain)``: the twin on the training path. These tests tie every
+The layers call ``twin_of(plain)``: the twin on the training path. These tests tie every
 twin to its plain form on Hypothesis-drawn shapes, forward outputs and cache AND
 backward gradients, and check that the caches are interchangeable (a fast forward
 feeds a plain backward and the other way round).
@@ -11,7 +11,7 @@ cancel to near 0 are judged against the size of the quantity, not their own):
   pairwise sums) and in-place bracketing: a few ulps, 1e-15 in practice.
 - float32: 1e-5 (5e-6 for softmax and GELU). The same re-orderings, at float32's
   ulp 6e-8, over sums of up to a few hundred terms; the tanh GELU twin also takes
-  σ(2u) = 1 / (1 + exp(-2u)) in float32 (one exp, no sign branch; _kernels/gelu.py).
+  σ(2u) = 1 / (1 + exp(-2u)) in float32 (one exp, no sign branch; fast/kernels/gelu.py).
 """
 import warnings
 
@@ -20,8 +20,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minitransformer.functional import _kernels
-from minitransformer.functional._kernels import PLAIN_ONLY, fast, twins
+from minitransformer.fast.kernels import pairs, twin_of
 from minitransformer.functional.activations import gelu_backward, gelu_forward
 from minitransformer.functional.attention import attention_backward, attention_forward
 from minitransformer.functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
@@ -47,14 +46,14 @@ def assert_twin(fast_value, plain_value, tol):
 def assert_pair(plain_fwd, plain_bwd, args, dy, tol, **kwargs):
     """Forward outputs and caches, then backward gradients, fast against plain."""
     y_plain, cache_plain = plain_fwd(*args, **kwargs)
-    y_fast, cache_fast = fast(plain_fwd)(*args, **kwargs)
+    y_fast, cache_fast = twin_of(plain_fwd)(*args, **kwargs)
     assert type(cache_fast) is type(cache_plain)
     assert_twin(y_fast, y_plain, tol)
     for field_fast, field_plain in zip(cache_fast, cache_plain):
         if hasattr(field_plain, "dtype") and field_plain.dtype.kind == "f":
             assert_twin(field_fast, field_plain, tol)
     grads_plain = plain_bwd(dy, cache_plain)
-    grads_fast = fast(plain_bwd)(dy, cache_fast)
+    grads_fast = twin_of(plain_bwd)(dy, cache_fast)
     if not isinstance(grads_plain, tuple):
         grads_plain, grads_fast = (grads_plain,), (grads_fast,)
     for g_fast, g_plain in zip(grads_fast, grads_plain):
@@ -62,22 +61,26 @@ def assert_pair(plain_fwd, plain_bwd, args, dy, tol, **kwargs):
     return cache_plain, cache_fast
 
 
-def test_every_registered_twin_is_a_different_function_with_the_plain_name():
-    for name, twin in twins().items():
-        assert twin.__name__ == name and twin.__module__.startswith("minitransformer.functional._kernels.")
-    plains = [softmax_forward, softmax_backward, log_softmax_forward, layernorm_forward, layernorm_backward,
-              rmsnorm_forward, rmsnorm_backward, gelu_forward, attention_forward, attention_backward,
-              cross_entropy_forward, cross_entropy_backward]
-    assert all(fast(f) is not f for f in plains)
-    assert fast(log_softmax_backward) is log_softmax_backward      # no twin: the plain form itself
+PLAINS_WITH_TWINS = [softmax_forward, softmax_backward, log_softmax_forward, layernorm_forward, layernorm_backward,
+                     rmsnorm_forward, rmsnorm_backward, gelu_forward, attention_forward, attention_backward,
+                     cross_entropy_forward, cross_entropy_backward]
 
 
-def test_plain_only_names_get_the_plain_function(monkeypatch):
-    monkeypatch.setattr(_kernels, "PLAIN_ONLY", frozenset({"layernorm_forward", "softmax_backward"}))
-    assert fast(layernorm_forward) is layernorm_forward
-    assert fast(softmax_backward) is softmax_backward
-    assert fast(layernorm_backward) is not layernorm_backward      # not listed: still the twin
-    assert PLAIN_ONLY == frozenset()                              # the shipped default: every twin on
+def test_every_twin_is_a_different_function_with_the_plain_name():
+    for plain, twin in pairs():
+        assert twin is not plain and twin.__name__ == plain.__name__
+        assert twin.__module__.startswith("minitransformer.fast.kernels.")
+    assert all(twin_of(f) is not f for f in PLAINS_WITH_TWINS)
+    assert twin_of(log_softmax_backward) is log_softmax_backward   # no twin: the plain form itself
+
+
+def test_the_core_runs_plain_unless_the_wing_is_switched_on():
+    from minitransformer import fast
+    from minitransformer.functional.twins import twin
+    assert not fast.is_enabled() and all(twin(f) is f for f in PLAINS_WITH_TWINS)   # the default
+    with fast.enabled():
+        assert all(twin(f) is twin_of(f) for f in PLAINS_WITH_TWINS)
+    assert all(twin(f) is f for f in PLAINS_WITH_TWINS)            # off again after the block
 
 
 @given(shape=shapes(max_dims=4, max_side=7), dtype=dtypes, seed=seeds, scale=st.sampled_from([1.0, 30.0]))
@@ -88,7 +91,7 @@ def test_softmax_twins(shape, dtype, seed, scale):
     for axis in range(-len(shape), 0):
         assert_pair(softmax_forward, softmax_backward, (x,), dy, tol, axis=axis)
         z, _ = log_softmax_forward(x, axis=axis)
-        z_fast, _ = fast(log_softmax_forward)(x, axis=axis)
+        z_fast, _ = twin_of(log_softmax_forward)(x, axis=axis)
         assert_twin(z_fast, z, tol)
 
 
@@ -100,10 +103,10 @@ def test_softmax_twins_on_neg_inf_rows(rows, n, dtype, seed):
     hidden[0] = True                                               # one row with nothing to attend
     x[hidden] = -np.inf
     dy = normal_array(seed + 1, (rows, n), 1.0, dtype)
-    cache_plain, cache_fast = assert_pair(softmax_forward, softmax_backward, (x,), dy, TOL[dtype] / 5)
+    cache_plain, cache_fast = assert_pair(softmax_forward, softmax_backward, (x,), dy, TOL[dtype])  # dx cancels: dy - Σ dy·y
     assert np.all(cache_plain.y[0] == 0) and np.all(cache_fast.y[0] == 0)
     assert np.all(softmax_backward(dy, cache_plain)[0] == 0)
-    z, z_fast = log_softmax_forward(x)[0], fast(log_softmax_forward)(x)[0]
+    z, z_fast = log_softmax_forward(x)[0], twin_of(log_softmax_forward)(x)[0]
     np.testing.assert_array_equal(np.isneginf(z), np.isneginf(z_fast))
     assert_twin(np.where(np.isneginf(z), 0, z_fast), np.where(np.isneginf(z), 0, z), TOL[dtype])
 
@@ -132,7 +135,7 @@ def test_gelu_tanh_twin_float32_far_tails_quietly():
     x = np.array([-1e4, -300.0, -60.0, -10.0, -1.0, 0.0, 1.0, 10.0, 60.0, 1e4], dtype=np.float32)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        y, cache = fast(gelu_forward)(x, approximate="tanh")
+        y, cache = twin_of(gelu_forward)(x, approximate="tanh")
     y_plain, cache_plain = gelu_forward(x, approximate="tanh")
     assert y.dtype == cache.dydx.dtype == np.float32
     np.testing.assert_array_equal(y[:3], 0.0)
@@ -186,7 +189,7 @@ def test_caches_are_interchangeable(dtype):
              (gelu_forward, gelu_backward, (x,))]
     for forward, backward, args in pairs:
         expected = backward(dy, forward(*args)[1])
-        mixed = [fast(backward)(dy, forward(*args)[1]), backward(dy, fast(forward)(*args)[1])]
+        mixed = [twin_of(backward)(dy, forward(*args)[1]), backward(dy, twin_of(forward)(*args)[1])]
         for got in mixed:
             got = got if isinstance(got, tuple) else (got,)
             for g, e in zip(got, expected if isinstance(expected, tuple) else (expected,)):
@@ -204,16 +207,16 @@ def test_merge_heads_twin_reshapes_the_attention_twins_buffers_and_copies_anythi
     q = normal_array(seed, (B, H, T, D), 1.0, dtype)
     k, v = normal_array(seed + 1, (B, G, T, D), 1.0, dtype), normal_array(seed + 2, (B, G, T, D), 1.0, dtype)
     dout = normal_array(seed + 3, (B, H, T, D), 1.0, dtype)
-    out, cache = fast(attention_forward)(q, k, v, np.tril(np.ones((T, T), bool)))
-    dq, dk, dv = fast(attention_backward)(dout, cache)
+    out, cache = twin_of(attention_forward)(q, k, v, np.tril(np.ones((T, T), bool)))
+    dq, dk, dv = twin_of(attention_backward)(dout, cache)
     for parts in [(out,), (dq, dk, dv), (dq,), (dk, dv), (dv, dk, dq), (q, k, v), (q.copy(),)]:
-        merged_fast, merged_plain = fast(merge_heads)(*parts), merge_heads(*parts)
+        merged_fast, merged_plain = twin_of(merge_heads)(*parts), merge_heads(*parts)
         assert merged_fast.shape == merged_plain.shape and merged_fast.dtype == merged_plain.dtype
         np.testing.assert_array_equal(merged_fast, merged_plain)
     if G == H:                                                     # the twins' no-copy path
-        assert np.shares_memory(fast(merge_heads)(dq, dk, dv), dq)
-        assert np.shares_memory(fast(merge_heads)(out), out)
-    assert not np.shares_memory(fast(merge_heads)(q, k, v), q)     # separate arrays: a fresh merge
+        assert np.shares_memory(twin_of(merge_heads)(dq, dk, dv), dq)
+        assert np.shares_memory(twin_of(merge_heads)(out), out)
+    assert not np.shares_memory(twin_of(merge_heads)(q, k, v), q)     # separate arrays: a fresh merge
 
 
 @given(C=st.integers(1, 9), exponents=st.lists(st.integers(-30, 37), min_size=1, max_size=4),

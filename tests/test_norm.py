@@ -203,9 +203,9 @@ def _reference(x, gamma, beta, eps, kind):
 
 
 def _norm_pairs():
-    from minitransformer.functional import _kernels
+    from minitransformer.fast.kernels import twin_of
     plain = [(layernorm_forward, layernorm_backward, "layernorm"), (rmsnorm_forward, rmsnorm_backward, "rmsnorm")]
-    return plain + [(_kernels.fast(f), _kernels.fast(b), k) for f, b, k in plain]
+    return plain + [(twin_of(f), twin_of(b), k) for f, b, k in plain]
 
 
 def _run_norm(fwd, bwd, kind, x, gamma, beta, eps, dy):

@@ -1,4 +1,4 @@
-"""functional/_kernels/reductions.py computes the very quantities of the plain NumPy reductions it replaces.
+"""fast/kernels/reductions.py computes the very quantities of the plain NumPy reductions it replaces.
 
 Each helper is a faster route to ``.sum``, ``.mean``, ``.max`` or a product-and-sum;
 these tests tie each to the plain form on shapes Hypothesis draws, in float32 and
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from minitransformer.functional._kernels.reductions import col_dot, col_sum, row_dot, row_max, row_mean, row_sum
+from minitransformer.fast.kernels.reductions import col_dot, col_sum, row_dot, row_max, row_mean, row_sum
 from strategies import normal_array, seeds, shapes
 
 RTOL = {np.float32: 1e-5, np.float64: 1e-12}

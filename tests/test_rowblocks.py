@@ -1,4 +1,4 @@
-"""The blocked kernels (minitransformer/functional/_kernels/rowblocks.py) give the very bits of one call on the whole array.
+"""The blocked kernels (minitransformer/fast/kernels/rowblocks.py) give the very bits of one call on the whole array.
 
 Softmax and the tanh GELU run their elementwise passes block by block over
 the rows of large arrays. Each test runs a function on an array large enough to be
@@ -8,16 +8,16 @@ blocking switched off, and asks for exact equality.
 import numpy as np
 import pytest
 
-from minitransformer.functional._kernels import fast, rowblocks
+from minitransformer.fast.kernels import rowblocks, twin_of
 from minitransformer.functional.activations import gelu_backward, gelu_forward
 from minitransformer.functional.softmax import softmax_backward, softmax_forward
 
 
 def _ops(x, dy):
     """Every blocked forward and backward on x, with upstream gradient dy."""
-    p, pc = fast(softmax_forward)(x)                # the blocked kernels are the fast twins
-    g, gc = fast(gelu_forward)(x, "tanh")
-    return [p, fast(softmax_backward)(dy, pc), g, gelu_backward(dy, gc)]
+    p, pc = twin_of(softmax_forward)(x)                # the blocked kernels are the fast twins
+    g, gc = twin_of(gelu_forward)(x, "tanh")
+    return [p, twin_of(softmax_backward)(dy, pc), g, gelu_backward(dy, gc)]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

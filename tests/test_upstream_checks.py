@@ -5,7 +5,7 @@ import re
 import numpy as np
 import pytest
 
-from minitransformer.functional._kernels import fast
+from minitransformer.fast.kernels import twin_of
 from minitransformer.functional.dropout import dropout_backward, dropout_forward
 from minitransformer.functional.embedding import embedding_backward, embedding_forward
 from minitransformer.functional.linear import linear_backward, linear_forward
@@ -27,12 +27,12 @@ def _pairs():
     ids = np.array([[1, 200, 3], [4, 5, 6]])
     yield "linear", linear_backward, linear_forward(x, np.ones((4, 5)))[1], "dy", np.zeros((2, 3, 1))
     yield "softmax", softmax_backward, softmax_forward(x)[1], "dy", broadcastable
-    yield "softmax (fast)", fast(softmax_backward), softmax_forward(x)[1], "dy", broadcastable
+    yield "softmax (fast)", twin_of(softmax_backward), softmax_forward(x)[1], "dy", broadcastable
     yield "log_softmax", log_softmax_backward, log_softmax_forward(x)[1], "dz", broadcastable
     yield "layernorm", layernorm_backward, layernorm_forward(x, g, b)[1], "dy", broadcastable
-    yield "layernorm (fast)", fast(layernorm_backward), layernorm_forward(x, g, b)[1], "dy", wide
+    yield "layernorm (fast)", twin_of(layernorm_backward), layernorm_forward(x, g, b)[1], "dy", wide
     yield "rmsnorm", rmsnorm_backward, rmsnorm_forward(x, g)[1], "dy", broadcastable
-    yield "rmsnorm (fast)", fast(rmsnorm_backward), rmsnorm_forward(x, g)[1], "dy", broadcastable
+    yield "rmsnorm (fast)", twin_of(rmsnorm_backward), rmsnorm_forward(x, g)[1], "dy", broadcastable
     yield "embedding V > 128", embedding_backward, embedding_forward(ids, np.ones((256, 4)))[1], "dout", \
         np.zeros((2, 2, 4))
     yield "rope", rope_backward, rope_forward(x[None])[1], "dy", np.zeros((1, 2, 3, 6))
@@ -62,12 +62,12 @@ def _typed_pairs():
     """(name, backward, cache, argument, a dout of the right shape), forward run in float32."""
     yield "gelu", gelu_backward, gelu_forward(x32)[1], "dy", x32
     yield "gelu tanh", gelu_backward, gelu_forward(x32, "tanh")[1], "dy", x32
-    yield "gelu (fast)", fast(gelu_backward), fast(gelu_forward)(x32, "tanh")[1], "dy", x32
+    yield "gelu (fast)", twin_of(gelu_backward), twin_of(gelu_forward)(x32, "tanh")[1], "dy", x32
     yield "silu", silu_backward, silu_forward(x32)[1], "dy", x32
     yield "geglu", geglu_backward, geglu_forward(x32)[1], "dy", x32[..., :2]
     yield "swiglu", swiglu_backward, swiglu_forward(x32)[1], "dy", x32[..., :2]
     yield "attention", attention_backward, attention_forward(q, q, q)[1], "dout", q
-    yield "attention (fast)", fast(attention_backward), fast(attention_forward)(q, q, q)[1], "dout", q
+    yield "attention (fast)", twin_of(attention_backward), twin_of(attention_forward)(q, q, q)[1], "dout", q
 
 
 TYPED = list(_typed_pairs())
@@ -116,7 +116,7 @@ def test_position_embedding_backward_checks_dp():
         pos.backward(P.astype(np.float64))
 
 
-@pytest.mark.parametrize("backward", [cross_entropy_backward, fast(cross_entropy_backward)])
+@pytest.mark.parametrize("backward", [cross_entropy_backward, twin_of(cross_entropy_backward)])
 def test_cross_entropy_backward_checks_dloss(backward):
     logits = rng.standard_normal((2, 3, 5)).astype(np.float32)
     cache = cross_entropy_forward(logits, np.ones((2, 3), np.int64))[1]

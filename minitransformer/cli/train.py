@@ -66,6 +66,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-parallel", type=_integer(1), default=TrainConfig.data_parallel,
                    help=f"model replicas, each in its own process with a part of every batch (default: "
                         f"{TrainConfig.data_parallel}; 1 = off; fewer where they cannot run: dropout, GPU)")
+    p.add_argument("--plain", action="store_true",
+                   help="train with the plain forms only, as a student reads them (the speed wing, "
+                        "minitransformer.fast, stays off; slower, the same math)")
     p.add_argument("--recompute", action="store_true",
                    help="activation recomputation: each block redoes its forward in backward instead of "
                         "storing its activations (less memory, a slower step, the same numbers)")
@@ -151,6 +154,9 @@ def _tokenize(args):
 
 
 def run_train(args) -> int:
+    if not getattr(args, "plain", False):
+        from .. import fast
+        fast.enable()                        # the speed wing's kernel twins (the core never imports it)
     try:
         model, task, cfg, meta = build(args)
         out = args.out or os.path.join("runs", meta["family"])

@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..validate import check_dim, check_min_ndim, check_ndim, check_upstream
-from ._kernels.reductions import col_sum
 
 
 class LinearCache(NamedTuple):
@@ -50,7 +49,7 @@ def linear_backward(dy, cache: LinearCache):
     check_upstream("dy", dy, x.shape[:-1] + W.shape[1:], x.dtype)   # the forward output's shape and dtype
     x_rows = x.reshape(-1, x.shape[-1])                     # (N, d_in)
     dh = dy.reshape(-1, dy.shape[-1])                       # (N, d_out)   reverses: y = h.reshape(...)
-    db = col_sum(dh) if has_bias else None                  # (d_out,)     reverses: h += b (Σ over rows, as ones @ dh)
+    db = dh.sum(axis=0) if has_bias else None              # (d_out,)     reverses: h += b (Σ over rows)
     dx_rows = dh @ W.T                                      # (N, d_in)    reverses: h = x_rows @ W
     dW = x_rows.T @ dh                                      # (d_in, d_out) reverses: h = x_rows @ W
     dx = dx_rows.reshape(x.shape)                           # (..., d_in)  reverses: x_rows = x.reshape(-1, d_in)

@@ -124,7 +124,3 @@ def select(ids) -> list:
         raise KeyError(f"unknown assignment(s) {', '.join(unknown)}; known: {', '.join(BY_ID)}")
     return [a for a in ASSIGNMENTS if a.id in ids]
 
-
-def exported_function_names(assignments) -> list:
-    """The functional/ function names a student writes (what PLAIN_ONLY must hold; methods excluded)."""
-    return sorted({t.qualname for a in assignments for t in a.targets if "." not in t.qualname})

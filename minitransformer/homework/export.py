@@ -6,9 +6,9 @@ raises ``NotImplementedError("<name>: implement me")``. ``ast`` locates each bod
 lines of the source text are rewritten: everything else stays byte-identical.
 
 Also written: HOMEWORK.md (the handout) and starter_<id>.py per assignment
-(jupytext percent format). ``PLAIN_ONLY`` in functional/_kernels/__init__.py gets
-the exported function names, so the models call the student's plain functions and
-never a fast twin of the solution.
+(jupytext percent format). The speed wing (minitransformer/fast/) is left out: its
+twins compute assigned functions, and without it the models call the student's
+plain functions.
 """
 from __future__ import annotations
 
@@ -17,11 +17,10 @@ import re
 import shutil
 from pathlib import Path
 
-from .assignments import exported_function_names, select
+from .assignments import select
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-PLAIN_ONLY_FILE = Path("functional") / "_kernels" / "__init__.py"
 
 
 def _find(tree: ast.Module, qualname: str):
@@ -50,19 +49,6 @@ def stub_source(source: str, qualname: str) -> str:
     return "".join(lines[:start]) + stub + "".join(lines[func.end_lineno:])
 
 
-def set_plain_only(text: str, names) -> str:
-    """Write (or append) ``PLAIN_ONLY: frozenset[str] = frozenset({...})`` with ``names``."""
-    line = "PLAIN_ONLY: frozenset[str] = frozenset({" + ", ".join(repr(n) for n in sorted(names)) + "})\n"
-    for node in ast.parse(text).body:
-        target = node.target if isinstance(node, ast.AnnAssign) else \
-            (node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None)
-        if isinstance(target, ast.Name) and target.id == "PLAIN_ONLY":
-            lines = text.splitlines(keepends=True)
-            return "".join(lines[:node.lineno - 1]) + line + "".join(lines[node.end_lineno:])
-    return text + ("" if text.endswith("\n") or not text else "\n") + \
-        "\n# homework export: the student's plain functions, never a fast twin\n" + line
-
-
 def docstring_of(package_dir: Path, target) -> str:
     path = (package_dir / Path(*target.module.split("."))).with_suffix(".py")
     tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -81,7 +67,7 @@ def export(ids, out, *, with_solutions: bool = False, package_dir: Path = PACKAG
     dest = out / "minitransformer"
     if dest.exists():
         shutil.rmtree(dest)
-    shutil.copytree(package_dir, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(package_dir, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "fast"))  # no speed wing: its twins are solutions
     if not with_solutions:
         by_file: dict = {}
         for a in assignments:
@@ -93,9 +79,6 @@ def export(ids, out, *, with_solutions: bool = False, package_dir: Path = PACKAG
             for q in qualnames:
                 source = stub_source(source, q)
             path.write_text(source, encoding="utf-8")
-    kernels = dest / PLAIN_ONLY_FILE
-    kernels.write_text(set_plain_only(kernels.read_text(encoding="utf-8") if kernels.exists() else "",
-                                      exported_function_names(assignments)), encoding="utf-8")
     (out / "HOMEWORK.md").write_text(handout(assignments, package_dir), encoding="utf-8")
     for a in assignments:
         (out / f"starter_{a.id}.py").write_text(starter(a, package_dir), encoding="utf-8")

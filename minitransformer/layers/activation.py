@@ -8,7 +8,7 @@ the FFN's first projection at width 2F and return width F: a FeedForward checks
 """
 from __future__ import annotations
 
-from ..functional._kernels import fast
+from ..functional.twins import twin
 from ..functional.activations import (GELU_APPROXIMATIONS, gelu_backward, gelu_forward,
                                       relu_backward, relu_forward, silu_backward, silu_forward)
 from ..functional.gated import geglu_backward, geglu_forward, swiglu_backward, swiglu_forward
@@ -26,12 +26,12 @@ class _Activation(Module):
         self._forward_fn, self._backward_fn, self._options = forward_fn, backward_fn, options
 
     def forward(self, x):
-        y, cache = fast(self._forward_fn)(x, **self._options)   # the fast twin where there is one
+        y, cache = twin(self._forward_fn)(x, **self._options)   # the fast twin where there is one
         self._save(cache, y)
         return y
 
     def backward(self, dy):
-        return fast(self._backward_fn)(dy, self._pop_cache(dy, "dy"))
+        return twin(self._backward_fn)(dy, self._pop_cache(dy, "dy"))
 
     def __repr__(self) -> str:
         options = ", ".join(f"{k}={v!r}" for k, v in self._options.items())

@@ -44,7 +44,7 @@ import numpy as np
 
 from .. import init
 from ..backend import default_rng, get_xp
-from ..functional._kernels import fast
+from ..functional.twins import twin
 from ..functional import masks
 from ..functional.alibi import alibi_bias, alibi_slopes
 from ..functional.attention import attention_backward, attention_forward
@@ -183,7 +183,7 @@ class MultiHeadAttention(Module):
         else:
             o, attn = self._attend(q, k, v, mask, bias)                            # (B, H, T, D)
             relative = None
-        y, out = linear_forward(fast(merge_heads)(o), self.W_o, self.params.get("b_o"))  # (B, T, C)
+        y, out = linear_forward(twin(merge_heads)(o), self.W_o, self.params.get("b_o"))  # (B, T, C)
         self._decoding = kv_cache is not None
         self._save(None if self._decoding else MHACache(*caches, attn, out, relative))
         return y
@@ -191,8 +191,8 @@ class MultiHeadAttention(Module):
     def _attend(self, q, k, v, mask, bias):
         """attention_forward, with attention dropout on P in training when attn_p_drop > 0."""
         if self.rng is None or not self.training:
-            return fast(attention_forward)(q, k, v, mask, bias)                     # (B, H, T, D)
-        return fast(attention_forward)(q, k, v, mask, bias, p_drop=self.attn_p_drop, rng=self.rng)
+            return twin(attention_forward)(q, k, v, mask, bias)                     # (B, H, T, D)
+        return twin(attention_forward)(q, k, v, mask, bias, p_drop=self.attn_p_drop, rng=self.rng)
 
     def _project_self(self, x, kv_cache):
         """x -> q (B, H, T, D), k, v (B, G, S, D) and the caches (proj, None, rope)."""
@@ -252,7 +252,7 @@ class MultiHeadAttention(Module):
         if self.relative is not None:
             dq, dk, dv = self._relative_attention_backward(split_heads(do, self.head_dim), attn, relative)
         else:
-            dq, dk, dv = fast(attention_backward)(split_heads(do, self.head_dim), attn)[:3]  # ALiBi: no gradient
+            dq, dk, dv = twin(attention_backward)(split_heads(do, self.head_dim), attn)[:3]  # ALiBi: no gradient
         if self.cross:
             dx, dW_q, db_q = linear_backward(merge_heads(dq), proj)         # (B, T, C)
             self._accumulate_pair("W_q", dW_q, "b_q", db_q)
@@ -261,7 +261,7 @@ class MultiHeadAttention(Module):
             return dx, dmemory
         if rope is not None:
             dq, dk = rope_backward(dq, rope), rope_backward(dk, rope)
-        dx, dW_qkv, db_qkv = linear_backward(fast(merge_heads)(dq, dk, dv), proj)  # (B, T, C)
+        dx, dW_qkv, db_qkv = linear_backward(twin(merge_heads)(dq, dk, dv), proj)  # (B, T, C)
         self._accumulate_pair("W_qkv", dW_qkv, "b_qkv", db_qkv)
         return dx
 
@@ -302,7 +302,7 @@ class MultiHeadAttention(Module):
             self._accumulate("rel_K", drel_K)
             self._accumulate("rel_V", drel_V)
             return dq, dk, dv
-        dq, dk, dv, dbias = fast(attention_backward)(do, attn)               # dbias (H, T, S), summed over B
+        dq, dk, dv, dbias = twin(attention_backward)(do, attn)               # dbias (H, T, S), summed over B
         self._accumulate("rel_bias", t5_bias_backward(dbias, relative))
         return dq, dk, dv
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import init
-from ..functional._kernels import fast
+from ..functional.twins import twin
 from ..functional.norm import (layernorm_backward, layernorm_forward, rmsnorm_backward,
                                rmsnorm_forward)
 from ..validate import check_choice, check_int, check_number
@@ -29,13 +29,13 @@ class LayerNorm(Module):
 
     def forward(self, x):
         """x (..., C) -> y (..., C)."""
-        y, cache = fast(layernorm_forward)(x, self.gamma, self.beta, self.eps)
+        y, cache = twin(layernorm_forward)(x, self.gamma, self.beta, self.eps)
         self._save(cache)
         return y
 
     def backward(self, dy):
         """dy (..., C) -> dx (..., C); accumulates grads gamma, beta."""
-        dx, dgamma, dbeta = fast(layernorm_backward)(dy, self._pop_cache())
+        dx, dgamma, dbeta = twin(layernorm_backward)(dy, self._pop_cache())
         self._accumulate("gamma", dgamma)
         self._accumulate("beta", dbeta)
         return dx
@@ -52,13 +52,13 @@ class RMSNorm(Module):
 
     def forward(self, x):
         """x (..., C) -> y (..., C)."""
-        y, cache = fast(rmsnorm_forward)(x, self.gamma, self.eps)
+        y, cache = twin(rmsnorm_forward)(x, self.gamma, self.eps)
         self._save(cache)
         return y
 
     def backward(self, dy):
         """dy (..., C) -> dx (..., C); accumulates grad gamma."""
-        dx, dgamma = fast(rmsnorm_backward)(dy, self._pop_cache())
+        dx, dgamma = twin(rmsnorm_backward)(dy, self._pop_cache())
         self._accumulate("gamma", dgamma)
         return dx
 

@@ -13,7 +13,7 @@ and a zero gradient.
 """
 from __future__ import annotations
 
-from ..functional._kernels import fast
+from ..functional.twins import twin
 from ..functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from ..layers.module import Module
 from ..validate import check_int, check_number
@@ -29,13 +29,13 @@ class CrossEntropyLoss(Module):
 
     def forward(self, logits, targets) -> float:
         """logits (..., V), targets (...) integers -> the mean loss as a Python float."""
-        loss, cache = fast(cross_entropy_forward)(logits, targets, self.ignore_index, self.smoothing)
+        loss, cache = twin(cross_entropy_forward)(logits, targets, self.ignore_index, self.smoothing)
         self._save(cache)
         return float(loss)
 
     def backward(self, dloss: float = 1.0):
         """dloss (scalar) -> dlogits (..., V). Raises RuntimeError without a pending forward."""
-        return fast(cross_entropy_backward)(dloss, self._pop_cache())
+        return twin(cross_entropy_backward)(dloss, self._pop_cache())
 
 
 def task_loss(model, task, batch, smoothing: float = 0.0, device="cpu"):
@@ -43,11 +43,11 @@ def task_loss(model, task, batch, smoothing: float = 0.0, device="cpu"):
     and targets), a Python float, and the cache ``task_loss_backward`` takes. The training step
     and every data-parallel replica compute their loss with this one function."""
     logits, targets = task.forward(model, batch, device)
-    L, cache = fast(cross_entropy_forward)(logits, targets, smoothing=smoothing)
+    L, cache = twin(cross_entropy_forward)(logits, targets, smoothing=smoothing)
     return float(L), cache
 
 
 def task_loss_backward(model, dL: float, cache) -> None:
     """``model``'s backward from ``task_loss``'s cache, the loss's upstream gradient ``dL``
     (1 for a whole batch, N_i / N for a data-parallel part): the gradients accumulate."""
-    model.backward(fast(cross_entropy_backward)(dL, cache))
+    model.backward(twin(cross_entropy_backward)(dL, cache))

@@ -15,9 +15,9 @@ from __future__ import annotations
 import numpy
 
 from ...backend import get_xp
-from ..activations import (_C, _GELU_K, _INV_SQRT_2PI, _SQRT_HALF, _TWO_C, GELU_APPROXIMATIONS,
+from ...functional.activations import (_C, _GELU_K, _INV_SQRT_2PI, _SQRT_HALF, _TWO_C, GELU_APPROXIMATIONS,
                            GeluCache, _X_CLIP, _check_x, _sigmoid)
-from ..erf import erfc
+from ...functional.erf import erfc
 from ...validate import check_choice
 from .rowblocks import in_row_blocks
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy
 
-from ..heads import merge_heads as _plain_merge_heads
+from ...functional.heads import merge_heads as _plain_merge_heads
 
 
 def merge_heads(*parts):

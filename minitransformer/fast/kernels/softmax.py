@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ...backend import get_xp
 from ...validate import check_upstream
-from ..softmax import LogSoftmaxCache, SoftmaxCache, check_softmax_inputs
+from ...functional.softmax import LogSoftmaxCache, SoftmaxCache, check_softmax_inputs
 from .reductions import row_dot, row_max, row_sum
 from .rowblocks import in_row_blocks
 

@@ -7,7 +7,7 @@ here), and the backward turns exp(logp) into dlogits in place, why: no second
 from __future__ import annotations
 
 from ...backend import get_xp
-from ..cross_entropy import CrossEntropyCache, _check_inputs, check_dloss
+from ...functional.cross_entropy import CrossEntropyCache, _check_inputs, check_dloss
 from .softmax import log_softmax_forward
 
 

@@ -24,10 +24,10 @@ import numpy
 
 from ...backend import get_xp
 from ...validate import check_flag, check_number, check_upstream
-from .. import attention as plain
-from ..attention import AttentionCache, _check_inputs, _sum_to_shape
-from ..masks import additive_mask
-from ..softmax import SoftmaxCache
+from ...functional import attention as plain
+from ...functional.attention import AttentionCache, _check_inputs, _sum_to_shape
+from ...functional.masks import additive_mask
+from ...functional.softmax import SoftmaxCache
 from .attention_blocks import (blocked_backward, blocked_forward, mask_hides_past_edges, probs_zero_past_edges,
                                query_blocks)
 from .softmax import softmax_backward_into, softmax_into

@@ -16,8 +16,8 @@ import numpy as np
 
 from ...backend import get_xp
 from ...validate import check_upstream
-from .. import norm as plain
-from ..norm import LayerNormCache, RMSNormCache, _check_norm_inputs
+from ...functional import norm as plain
+from ...functional.norm import LayerNormCache, RMSNormCache, _check_norm_inputs
 from .reductions import col_dot, col_sum, row_dot, row_mean
 
 

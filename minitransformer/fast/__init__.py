@@ -1,0 +1,50 @@
+"""The speed wing: everything that exists only to make a training step faster.
+
+The core (functional/, layers/, models/, optim/, training/) is the reference a
+student reads, and it never imports this package. Switching the wing on is one
+visible line:
+
+    from minitransformer import fast
+    fast.enable()        # kernel twins for softmax, norms, GELU, attention, cross-entropy
+    ...
+    fast.disable()       # back to the plain forms
+
+or ``with fast.enabled(): ...``. The command line ``python -m minitransformer
+train`` switches it on (``--plain`` keeps it off). What is here:
+
+- ``kernels/``: twins of plain functional routines (same arguments, result and
+  cache; fewer passes over memory), registered in the core's hook
+  ``functional.twins.TWINS`` by ``enable()``.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from ..functional.twins import TWINS
+from .kernels import pairs
+
+
+def enable() -> None:
+    """Route the Modules' hot calls through the kernel twins (process-wide, until ``disable()``)."""
+    TWINS.update(pairs())
+
+
+def disable() -> None:
+    """Back to the plain forms everywhere."""
+    TWINS.clear()
+
+
+def is_enabled() -> bool:
+    return bool(TWINS)
+
+
+@contextmanager
+def enabled():
+    """``with fast.enabled():`` the twins inside the block, the previous state after it."""
+    before = dict(TWINS)
+    enable()
+    try:
+        yield
+    finally:
+        TWINS.clear()
+        TWINS.update(before)
