@@ -5,10 +5,12 @@ and allocates through ``xp``; nothing there names NumPy directly. Moves between
 host and device happen only at the edges: model construction / ``Module.to``,
 batching, and ``to_numpy`` before plotting or saving.
 
-Dispatch uses the array API's ``__array_namespace__`` protocol: a NumPy array
-answers ``numpy``, a CuPy array answers ``cupy``. Any other array type that speaks
-the protocol (the test suite has a strict one that refuses NumPy-only calls)
-dispatches to its own namespace the same way.
+A CuPy array dispatches to ``cupy`` itself (an isinstance check: the namespace a
+CuPy array's ``__array_namespace__`` returns is not the ``cupy`` module in every
+release, and functions of another module would hand back host arrays). Any other
+array dispatches through the array API's ``__array_namespace__`` protocol: a NumPy
+array answers ``numpy``, and the test suite's strict stand-in for a device array
+(which refuses NumPy-only calls) answers its own namespace.
 """
 from __future__ import annotations
 
@@ -38,6 +40,8 @@ def get_xp(*arrays):
     Python scalars and ``None`` are skipped; with no array at all, NumPy.
     """
     for a in arrays:
+        if _cupy is not None and isinstance(a, _cupy.ndarray):
+            return _cupy
         namespace = getattr(a, "__array_namespace__", None)
         if namespace is not None:
             return namespace()

@@ -310,3 +310,32 @@ def test_train_runs_on_device_arrays():
     result_dev = train(dev, _StrictLMTask(forward, True), cfg, device="cuda", log=quiet)
     assert [step for step, _ in result_dev.history] == [1, 2, 3]
     assert result_dev.history == result.history
+
+
+def test_a_cupy_array_dispatches_to_cupy_even_without_the_array_api_protocol(monkeypatch):
+    """CuPy 14's ndarray has no ``__array_namespace__`` (seen on an H100): get_xp must still
+    answer the cupy module, or every xp.zeros(...) in a forward makes a host array."""
+    from minitransformer import backend
+
+    class FakeCupyArray:                      # no __array_namespace__, like cupy.ndarray there
+        pass
+
+    fake_cupy = type("FakeCupy", (), {"ndarray": FakeCupyArray})()
+    monkeypatch.setattr(backend, "_cupy", fake_cupy)
+    assert backend.get_xp(None, 1.0, FakeCupyArray()) is fake_cupy
+    assert backend.get_xp(np.zeros(2)) is np
+
+
+def test_the_train_command_keeps_the_numpy_kernels_off_a_gpu(monkeypatch):
+    """The speed wing's kernel twins are NumPy kernels (CuPy has no fmax.reduce, for one):
+    ``train --device cuda`` must run the plain forms there."""
+    from minitransformer import fast
+    from minitransformer.cli import train as train_command
+    seen = []
+    monkeypatch.setattr(fast, "enable", lambda: seen.append("enabled"))
+    monkeypatch.setattr(train_command, "build", lambda args: (_ for _ in ()).throw(RuntimeError("stop")))
+    for device in ("cuda", "cpu"):
+        args = train_command.argparse.Namespace(plain=False, device=device)
+        with pytest.raises(RuntimeError, match="stop"):
+            train_command.run_train(args)
+    assert seen == ["enabled"]                # once, for the CPU run

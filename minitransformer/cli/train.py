@@ -154,9 +154,9 @@ def _tokenize(args):
 
 
 def run_train(args) -> int:
-    if not getattr(args, "plain", False):
+    if not getattr(args, "plain", False) and args.device == "cpu":
         from .. import fast
-        fast.enable()                        # the speed wing's kernel twins (the core never imports it)
+        fast.enable()                        # the speed wing's NumPy kernel twins (the core never imports it)
     try:
         model, task, cfg, meta = build(args)
         out = args.out or os.path.join("runs", meta["family"])
