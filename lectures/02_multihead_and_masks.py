@@ -105,6 +105,36 @@ print("change at positions 0..T-2:", np.abs(y_changed[:, :-1] - y_causal[:, :-1]
       "| at the last position:", np.abs(y_changed[:, -1] - y_causal[:, -1]).max())
 
 # %% [markdown]
+# ### Deck erratum: hide the future with −∞ before the softmax, keep the diagonal
+#
+# The survey deck masks "in the attention weights for $z_i$, set all entries $i{:}N$ to 0".
+# Two things go wrong if done literally on the scores: a score of 0 still gets weight
+# $e^0 / \sum$, so the future keeps a share, and entry $i$ itself (the token's own key)
+# is dropped. The mask hides keys $j > i$ only, with a score of $-\infty$ (weight exactly
+# 0 after the softmax; equivalently, zero the future weights AFTER the softmax and
+# renormalise the row):
+
+# %%
+from minitransformer.functional.softmax import softmax_forward
+
+scores_m = rng.standard_normal((T, T))                     # (T, T) one head's scores
+deck_scores = scores_m.copy()
+for i in range(T):
+    deck_scores[i, i:] = 0.0                               # "set entries i:N to 0"
+deck_P = softmax_forward(deck_scores)[0]                   # (T, T)
+right_P = softmax_forward(np.where(causal_mask(T), scores_m, -np.inf))[0]
+future = ~causal_mask(T)                                   # (T, T) True above the diagonal
+print("deck's weights (rows: queries):\n", deck_P)
+print("weight on the future: deck", deck_P[future].sum(), "| −∞ mask", right_P[future].sum())
+assert np.all(deck_P[future] > 0) and np.all(right_P[future] == 0.0)
+assert np.all(np.diagonal(right_P) > 0)                    # the token sees itself
+v_m = rng.standard_normal((T, 2))
+v_changed = v_m.copy()
+v_changed[-1] += 10.0                                      # change the LAST token's value
+assert not np.allclose((deck_P @ v_m)[0], (deck_P @ v_changed)[0])   # the deck's token 0 sees the last token
+assert np.allclose((right_P @ v_m)[:-1], (right_P @ v_changed)[:-1], rtol=0, atol=0)
+
+# %% [markdown]
 # ## 3. Key padding
 #
 # Sentences in a batch have different lengths; the short ones are padded to the
