@@ -157,6 +157,23 @@ print("max |Σ_c dx|:", np.abs(dx_lib.sum(-1)).max())
 print("Σ_c dx ⊙ xhat, row 0:", along_xhat[0, 0, 0], "| from the ε formula:", along_xhat_formula[0, 0, 0])
 
 # %% [markdown]
+# ### Deck erratum: ε belongs under the root
+#
+# The module deck normalises with $\hat x = (x - \mu)/\sigma$, no $\varepsilon$ (the course notes
+# have it). A row whose features are all equal (a padding vector, a constant
+# embedding) has $\sigma = 0$: the deck's formula divides 0 by 0, LayerNorm returns
+# $\beta$ there.
+
+# %%
+constant_row = np.full((1, 1, C), 0.7)                     # (1, 1, C) every feature the same
+with np.errstate(invalid="ignore", divide="ignore"):
+    deck_xhat = (constant_row - constant_row.mean(-1, keepdims=True)) / constant_row.std(-1, keepdims=True)
+ln_constant, _ = layernorm_forward(constant_row, gamma, beta, eps)
+print("deck (x - μ)/σ:", deck_xhat[0, 0, :3], "... | layernorm_forward:", ln_constant[0, 0, :3], "... = β")
+assert np.all(np.isnan(deck_xhat))
+assert np.allclose(ln_constant[0, 0], beta, rtol=0, atol=1e-15)
+
+# %% [markdown]
 # ## 4. Residual connections
 #
 # A pre-norm sublayer computes $y = x + F(\operatorname{Norm}(x))$. Its backward is
@@ -244,6 +261,31 @@ print("permuted input -> permuted output:", np.abs(out_perm - out_all[:, perm]).
 ffn_check = check_module(f, np.ascontiguousarray(x[:, :2]), seed=2)
 print(ffn_check)
 print("figures in", OUT)
+
+# %% [markdown]
+# ### Deck erratum: the shapes of W₁ and W₂ follow the side X is on
+#
+# The course notes write $\operatorname{FFN}(X) = W_2\, a(W_1 X + b_1) + b_2$ with the words as the
+# columns of $X$ ($d \times n$), and give $W_1 \in \mathbb{R}^{d \times 4d}$, $W_2 \in \mathbb{R}^{4d \times d}$. Multiplying
+# from the left, $W_1 X$ needs $W_1 \in \mathbb{R}^{4d \times d}$ and $W_2 \in \mathbb{R}^{d \times 4d}$; the deck's shapes
+# belong to the row form $a(X W_1 + b_1) W_2 + b_2$ ($X$: $n \times d$), the one the library uses.
+
+# %%
+ffn_params = {name: value for name, value, _ in f.parameters()}   # name -> array
+W1, b1, W2, b2 = (ffn_params[name] for name in ("fc_in.W", "fc_in.b", "fc_out.W", "fc_out.b"))
+X_cols = x[0].T                                            # (d, n) one sequence, the words as columns
+print("W1", W1.shape, "= (d, 4d) | X", X_cols.shape, "= (d, n)")
+try:
+    W1 @ X_cols                                            # the deck's W1 · X, W1 in R^(d x 4d)
+    deck_shapes_work = True
+except ValueError as error:
+    deck_shapes_work = False
+    print("W1 · X with W1 in R^(d x 4d) fails:", error)
+hidden = np.maximum(0.0, W1.T @ X_cols + b1[:, None])      # (4d, n) W1ᵀ X + b1, W1ᵀ in R^(4d x d)
+column_out = W2.T @ hidden + b2[:, None]                   # (d, n) W2ᵀ in R^(d x 4d)
+print("column form (W1ᵀ, W2ᵀ) vs FeedForward's row form:", np.abs(column_out.T - out_all[0]).max())
+assert W1.shape == (C, 4 * C) and not deck_shapes_work
+assert np.allclose(column_out.T, out_all[0], rtol=0, atol=1e-12)
 
 # %% [markdown]
 # ## 6. Dropout: drop, and scale what is kept
