@@ -149,6 +149,30 @@ rms_check = check_pair(rmsnorm_forward, rmsnorm_backward, {"x": x, "gamma": g}, 
 print(rms_check)
 
 # %% [markdown]
+# ### Deck erratum: RMSNorm is γ ⊙ x / √(mean(x²) + ε), with no β
+#
+# The architecture deck writes RMSNorm as $\gamma \odot \frac{x}{\mathrm{RMS}(x)} + \beta$ with
+# $\mathrm{RMS}(x) = \sqrt{\frac1d\sum_i a_i^2}$. Three slips: the sum runs over the input's own
+# entries $x_i$ (the $a_i$ of the paper are the same numbers under another name); RMSNorm
+# drops the re-centring, so it has no $\beta$ (LLaMA's has only $\gamma$: C parameters, not 2C);
+# and implementations add $\varepsilon$ under the root, without which an all-zero row (a
+# zero-initialised embedding) gives 0/0.
+
+# %%
+from minitransformer.layers import RMSNorm
+
+rms_layer = RMSNorm(8)
+rms_names = [name for name, _, _ in rms_layer.parameters()]
+zero_row = np.zeros((1, 8))
+with np.errstate(invalid="ignore", divide="ignore"):
+    deck_rms = zero_row / np.sqrt((zero_row ** 2).mean(axis=-1, keepdims=True)) * g   # no ε
+lib_rms, _ = rmsnorm_forward(zero_row, g, eps=1e-5)
+print("RMSNorm's parameters:", rms_names, "| deck on a zero row:", deck_rms[0, :3], "| library:", lib_rms[0, :3])
+assert rms_names == ["gamma"]                              # γ only: no β
+assert np.all(np.isnan(deck_rms)) and np.all(lib_rms == 0.0)
+assert np.abs(rmsnorm_forward(x, g, eps=1e-5)[0][0, 0] - rms_by_hand).max() < 1e-12   # Σ over x_i, ε inside
+
+# %% [markdown]
 # ## 3. Pre-norm or post-norm
 #
 # $$\text{post (2017, BERT)}: \ x_{l+1} = \operatorname{Norm}(x_l + F(x_l)), \qquad

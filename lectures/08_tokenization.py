@@ -148,6 +148,27 @@ ax2.set(xlabel="vocabulary size V", ylabel="bytes per token (held out)", xscale=
 save_figure(fig, "08_bpe.png")
 
 # %% [markdown]
+# ### Deck erratum: the checkpoint is "gpt2"
+#
+# The course notes load `AutoTokenizer.from_pretrained("gp2")`: no such model; the name
+# is `"gpt2"`. What its snippet prints can be worked out without downloading it.
+# GPT-2's byte-level BPE cuts "I am the walrus." into pieces with the same pattern as
+# ours, each space kept at the front of its word. And `convert_ids_to_tokens(40)` is "I":
+# GPT-2 numbers its 256 byte tokens with the 188 printable bytes first, in byte order
+# (`!` = 33 gets id 0), then the rest; so id 40 is byte 33 + 40 = 73, "I". Our tokenizer
+# numbers the bytes by their value, so the same "I" is id 73 here.
+
+# %%
+walrus_pieces = re.findall(PRETOKEN_PATTERN, "I am the walrus.")
+printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), 256)]
+gpt2_byte_order = printable + [b for b in range(256) if b not in printable]   # GPT-2 id -> byte
+print("pieces:", walrus_pieces, "| GPT-2's id 40 is byte", gpt2_byte_order[40], repr(chr(gpt2_byte_order[40])),
+      "| ours:", ByteBPETokenizer.train("I", vocab_size=N_BYTES).encode("I"))
+assert walrus_pieces == ["I", " am", " the", " walrus", "."]
+assert len(printable) == 188 and chr(gpt2_byte_order[40]) == "I"
+assert ByteBPETokenizer.train("I", vocab_size=N_BYTES).encode("I") == [ord("I")]
+
+# %% [markdown]
 # ## 3. WordPiece on a real vocabulary
 #
 # BERT (and all-MiniLM-L6-v2, a small BERT) uses a fixed list of 30,522 tokens:
