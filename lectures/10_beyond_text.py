@@ -294,6 +294,24 @@ assert rel_shift_error < 1e-12
 assert (rel_maps["t5_causal"][rel_maps["distance"] > 0] == 0).all()
 
 # %% [markdown]
+# ### Deck erratum: Shaw adds a^V, it does not subtract it
+#
+# The survey deck writes Shaw's output as $z_i = \sum_j \alpha_{ij}(x_j W^V - a^V_{ij})$. The paper
+# (eq. 3) ADDS the relative value, as it adds $a^K_{ij}$ to the key two lines above:
+# $z_i = \sum_j \alpha_{ij}(x_j W^V + a^V_{ij})$. By hand with the weights `shaw_attention_forward`
+# returns, both signs, against the library:
+
+# %%
+rel_out, rel_cache = shaw_attention_forward(rel_q, rel_k, rel_v, *rel_tables)
+alpha = rel_cache.probs[0, 0]                                   # (T, T) α_ij
+a_V = rel_tables[1][relative_index(4, 4, 2)]                    # (T, T, D) a^V_ij
+plus = np.einsum("ij,ijd->id", alpha, rel_v[0, 0][None] + a_V)      # Σ_j α_ij (v_j + a^V_ij)
+minus = np.einsum("ij,ijd->id", alpha, rel_v[0, 0][None] - a_V)     # the deck's sign
+print("library vs +a^V:", np.abs(rel_out[0, 0] - plus).max(), "| vs the deck's −a^V:", np.abs(rel_out[0, 0] - minus).max())
+assert np.allclose(rel_out[0, 0], plus, rtol=0, atol=1e-12)
+assert not np.allclose(rel_out[0, 0], minus, atol=1e-3)
+
+# %% [markdown]
 # ## Position interpolation: reading a longer context with RoPE
 #
 # RoPE rotates pair $j$ of a query or key at position $m$ by the angle $m\,\theta_j$,
