@@ -482,7 +482,7 @@ print("lecture 1: all claims check out")
 #
 # Write your answer in each `answer_N = None  # your answer` cell and run the check
 # below it: a wrong answer stops with a hint, an unanswered one says so
-# (`lectures/_quiz.py`; `MINITRANSFORMER_QUIZ_SOLUTIONS=1` fills in the solutions).
+# (`lectures/_quiz.py`; the answers are stored as digests, not in plain sight).
 
 # %%
 from _quiz import check, summary
@@ -495,7 +495,7 @@ from _quiz import check, summary
 answer_1 = None  # your answer
 
 # %%
-check("1", answer_1, 64 * 1 * 1, hint="a sum of D independent products, each of variance E[q²] E[k²]")
+check("1", answer_1, "a68b412c4282555f", hint="a sum of D independent products, each of variance E[q²] E[k²]")
 
 # %% [markdown]
 # **Question 2.** By what number must the scores be divided, for $D = 64$, to bring their
@@ -505,18 +505,17 @@ check("1", answer_1, 64 * 1 * 1, hint="a sum of D independent products, each of 
 answer_2 = None  # your answer
 
 # %%
-check("2", answer_2, math.sqrt(64), hint="dividing by c divides the variance by c²")
+check("2", answer_2, "2c624232cdd22177", hint="dividing by c divides the variance by c²")
 
 # %% [markdown]
 # **Question 3.** A query has scores $[2, 2, 0]$ against three keys (already scaled).
-# What attention weight does the first key get? (3 decimals are enough.)
+# What attention weight does the first key get? (3 significant digits.)
 
 # %%
 answer_3 = None  # your answer
 
 # %%
-check("3", answer_3, math.exp(2) / (2 * math.exp(2) + math.exp(0)), abs_tol=5e-4,
-      hint="softmax: exp(s_j) / Σ exp(s_i)")
+check("3", answer_3, "9c860be98ade1acc", digits=3, hint="softmax: exp(s_j) / Σ exp(s_i)")
 
 # %% [markdown]
 # **Question 4.** Without the scaling, what happens to the softmax as $D$ grows?
@@ -527,8 +526,7 @@ check("3", answer_3, math.exp(2) / (2 * math.exp(2) + math.exp(0)), abs_tol=5e-4
 answer_4 = None  # your answer
 
 # %%
-check("4", answer_4, "b" if saturation[dims[-1]]["unscaled"][0] > 0.5 else "a",
-      hint="look at the largest weight, unscaled, in section 4's figure")
+check("4", answer_4, "3e23e8160039594a", hint="look at the largest weight, unscaled, in section 4's figure")
 
 # %% [markdown]
 # **Question 5.** True or False: each output row of attention is a weighted average of
@@ -538,5 +536,5 @@ check("4", answer_4, "b" if saturation[dims[-1]]["unscaled"][0] > 0.5 else "a",
 answer_5 = None  # your answer
 
 # %%
-check("5", answer_5, True, hint="what are the rows of softmax(scores)?")
+check("5", answer_5, "b5bea41b6c623f7c", hint="what are the rows of softmax(scores)?")
 summary()

@@ -255,7 +255,7 @@ print("lecture 2: all claims check out")
 #
 # Write your answer in each `answer_N = None  # your answer` cell and run the check
 # below it: a wrong answer stops with a hint, an unanswered one says so
-# (`lectures/_quiz.py`; `MINITRANSFORMER_QUIZ_SOLUTIONS=1` fills in the solutions).
+# (`lectures/_quiz.py`; the answers are stored as digests, not in plain sight).
 
 # %%
 from _quiz import check, summary
@@ -267,7 +267,7 @@ from _quiz import check, summary
 answer_1 = None  # your answer
 
 # %%
-check("1", answer_1, 512 // 8, hint="the heads are slices of one projection")
+check("1", answer_1, "a68b412c4282555f", hint="the heads are slices of one projection")
 
 # %% [markdown]
 # **Question 2.** With the causal mask on T = 4 tokens, how many (query, key) pairs may
@@ -277,8 +277,7 @@ check("1", answer_1, 512 // 8, hint="the heads are slices of one projection")
 answer_2 = None  # your answer
 
 # %%
-check("2", answer_2, sum(1 for i in range(4) for j in range(4) if j <= i),
-      hint="query i sees keys 0 .. i: count the lower triangle with its diagonal")
+check("2", answer_2, "4a44dc15364204a8", hint="query i sees keys 0 .. i: count the lower triangle with its diagonal")
 
 # %% [markdown]
 # **Question 3.** Cross-attention from T = 5 decoder positions to S = 7 encoder positions:
@@ -288,7 +287,7 @@ check("2", answer_2, sum(1 for i in range(4) for j in range(4) if j <= i),
 answer_3 = None  # your answer
 
 # %%
-check("3", answer_3, [5, 7], hint="one row per query, one column per key")
+check("3", answer_3, "374dd749c07f4c58", hint="one row per query, one column per key")
 
 # %% [markdown]
 # **Question 4.** How many parameters do $W_Q, W_K, W_V, W_O$ of multi-head attention
@@ -298,7 +297,7 @@ check("3", answer_3, [5, 7], hint="one row per query, one column per key")
 answer_4 = None  # your answer
 
 # %%
-check("4", answer_4, 4 * (512 * 512 + 512), hint="four C × C matrices and four biases of C")
+check("4", answer_4, "f986f0b69933ad69", hint="four C × C matrices and four biases of C")
 
 # %% [markdown]
 # **Question 5.** True or False: in cross-attention the queries come from the decoder,
@@ -308,5 +307,5 @@ check("4", answer_4, 4 * (512 * 512 + 512), hint="four C × C matrices and four 
 answer_5 = None  # your answer
 
 # %%
-check("5", answer_5, True, hint="the decoder asks, the source answers")
+check("5", answer_5, "b5bea41b6c623f7c", hint="the decoder asks, the source answers")
 summary()

@@ -443,7 +443,7 @@ print("lecture 3: all claims check out")
 #
 # Write your answer in each `answer_N = None  # your answer` cell and run the check
 # below it: a wrong answer stops with a hint, an unanswered one says so
-# (`lectures/_quiz.py`; `MINITRANSFORMER_QUIZ_SOLUTIONS=1` fills in the solutions).
+# (`lectures/_quiz.py`; the answers are stored as digests, not in plain sight).
 
 # %%
 from _quiz import check, summary
@@ -456,7 +456,7 @@ from _quiz import check, summary
 answer_1 = None  # your answer
 
 # %%
-check("1", answer_1, x.ndim - 1, hint="each token is normalised on its own, over its features")
+check("1", answer_1, "d4735e3a265e16ee", hint="each token is normalised on its own, over its features")
 
 # %% [markdown]
 # **Question 2.** How many trainable parameters has a LayerNorm over $C = 512$ features?
@@ -465,7 +465,7 @@ check("1", answer_1, x.ndim - 1, hint="each token is normalised on its own, over
 answer_2 = None  # your answer
 
 # %%
-check("2", answer_2, 2 * 512, hint="a scale γ and a shift β per feature")
+check("2", answer_2, "e39eef82f61b21e2", hint="a scale γ and a shift β per feature")
 
 # %% [markdown]
 # **Question 3.** The FFN of the 2017 paper maps $d = 512 \to 4d \to d$ with biases.
@@ -475,7 +475,7 @@ check("2", answer_2, 2 * 512, hint="a scale γ and a shift β per feature")
 answer_3 = None  # your answer
 
 # %%
-check("3", answer_3, 512 * 2048 + 2048 + 2048 * 512 + 512, hint="W1 is d × 4d, W2 is 4d × d; plus b1 (4d) and b2 (d)")
+check("3", answer_3, "2c97c29813062b5b", hint="W1 is d × 4d, W2 is 4d × d; plus b1 (4d) and b2 (d)")
 
 # %% [markdown]
 # **Question 4.** Inverted dropout with $p = 0.2$: in training, by what factor is a kept
@@ -485,7 +485,7 @@ check("3", answer_3, 512 * 2048 + 2048 + 2048 * 512 + 512, hint="W1 is d × 4d, 
 answer_4 = None  # your answer
 
 # %%
-check("4", answer_4, 1 / (1 - 0.2), hint="the expectation E[y] = x must be kept", rel_tol=1e-3)
+check("4", answer_4, "ba8278dc94c9ee30", digits=3, hint="the expectation E[y] = x must be kept")
 
 # %% [markdown]
 # **Question 5.** A residual block computes $y = x + F(x)$. If $\partial F / \partial x = 0$,
@@ -495,7 +495,7 @@ check("4", answer_4, 1 / (1 - 0.2), hint="the expectation E[y] = x must be kept"
 answer_5 = None  # your answer
 
 # %%
-check("5", answer_5, 1, hint="differentiate the skip path x")
+check("5", answer_5, "6b86b273ff34fce1", hint="differentiate the skip path x")
 
 # %% [markdown]
 # **Question 6.** True or False: a token's BatchNorm output depends on the other
@@ -505,7 +505,7 @@ check("5", answer_5, 1, hint="differentiate the skip path x")
 answer_6 = None  # your answer
 
 # %%
-check("6", answer_6, bool(bn_shift > 0.1), hint="over which axis does BatchNorm take its statistics?")
+check("6", answer_6, "b5bea41b6c623f7c", hint="over which axis does BatchNorm take its statistics?")
 
 # %% [markdown]
 # **Question 7** (from the deck). Why are $\gamma$ and $\beta$ vectors in $\mathbb{R}^C$ rather
@@ -517,5 +517,5 @@ check("6", answer_6, bool(bn_shift > 0.1), hint="over which axis does BatchNorm 
 answer_7 = None  # your answer
 
 # %%
-check("7", answer_7, "a", hint="after normalising, every feature has mean 0 and variance 1: is that always wanted?")
+check("7", answer_7, "ca978112ca1bbdca", hint="after normalising, every feature has mean 0 and variance 1: is that always wanted?")
 summary()

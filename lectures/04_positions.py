@@ -428,7 +428,7 @@ print("lecture 4: all claims check out")
 #
 # Write your answer in each `answer_N = None  # your answer` cell and run the check
 # below it: a wrong answer stops with a hint, an unanswered one says so
-# (`lectures/_quiz.py`; `MINITRANSFORMER_QUIZ_SOLUTIONS=1` fills in the solutions).
+# (`lectures/_quiz.py`; the answers are stored as digests, not in plain sight).
 
 # %%
 from _quiz import check, summary
@@ -441,7 +441,7 @@ from _quiz import check, summary
 answer_1 = None  # your answer
 
 # %%
-check("1", answer_1, 10000 ** (-2 * 1 / 4), hint="ω_i = 10000^(-2i/d), i the index of the PAIR")
+check("1", answer_1, "2ee17d46928b52c1", digits=3, hint="ω_i = 10000^(-2i/d), i the index of the PAIR")
 
 # %% [markdown]
 # **Question 2.** With RoPE, the score between a query at position m and a key at
@@ -451,7 +451,7 @@ check("1", answer_1, 10000 ** (-2 * 1 / 4), hint="ω_i = 10000^(-2i/d), i the in
 answer_2 = None  # your answer
 
 # %%
-check("2", answer_2, "b" if spread_per_distance < 1e-9 else "a", hint="R(m)ᵀ R(n) = R(n − m)")
+check("2", answer_2, "3e23e8160039594a", hint="R(m)ᵀ R(n) = R(n − m)")
 
 # %% [markdown]
 # **Question 3.** ALiBi with H = 8 heads: what is the slope of the first head?
@@ -460,7 +460,7 @@ check("2", answer_2, "b" if spread_per_distance < 1e-9 else "a", hint="R(m)ᵀ R
 answer_3 = None  # your answer
 
 # %%
-check("3", answer_3, 2 ** (-8 * (0 + 1) / 8), hint="m_h = 2^(-8(h+1)/H), head h = 0 .. H-1")
+check("3", answer_3, "153a6f5f4d4b53db", digits=3, hint="m_h = 2^(-8(h+1)/H), head h = 0 .. H-1")
 
 # %% [markdown]
 # **Question 4.** ALiBi head with slope 1/4: what bias is added to the score of query
@@ -470,7 +470,7 @@ check("3", answer_3, 2 ** (-8 * (0 + 1) / 8), hint="m_h = 2^(-8(h+1)/H), head h 
 answer_4 = None  # your answer
 
 # %%
-check("4", answer_4, -(1 / 4) * (5 - 2), hint="−m · (i − j): farther keys count less")
+check("4", answer_4, "e1beb3d59ccc92f2", digits=3, hint="−m · (i − j): farther keys count less")
 
 # %% [markdown]
 # **Question 5.** True or False: a model with learned positions and `max_len = 512` can
@@ -480,5 +480,5 @@ check("4", answer_4, -(1 / 4) * (5 - 2), hint="−m · (i − j): farther keys c
 answer_5 = None  # your answer
 
 # %%
-check("5", answer_5, False, hint="is there a row in the table for position 599?")
+check("5", answer_5, "fcbcf165908dd18a", hint="is there a row in the table for position 599?")
 summary()

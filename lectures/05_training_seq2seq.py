@@ -528,7 +528,7 @@ print("lecture 5: all claims check out")
 #
 # Write your answer in each `answer_N = None  # your answer` cell and run the check
 # below it: a wrong answer stops with a hint, an unanswered one says so
-# (`lectures/_quiz.py`; `MINITRANSFORMER_QUIZ_SOLUTIONS=1` fills in the solutions).
+# (`lectures/_quiz.py`; the answers are stored as digests, not in plain sight).
 
 # %%
 from _quiz import check, summary
@@ -541,7 +541,7 @@ from _quiz import check, summary
 answer_1 = None  # your answer
 
 # %%
-check("1", answer_1, ["a", "b", "c"] + ["[END]"], hint="tgt_out[t] = tgt_in[t + 1], and tgt_in starts with [START]")
+check("1", answer_1, "bc773ff55d6ce0b0", hint="tgt_out[t] = tgt_in[t + 1], and tgt_in starts with [START]")
 
 # %% [markdown]
 # **Question 2.** With label smoothing $\varepsilon = 0.1$ and $V = 13$ classes, what
@@ -551,7 +551,7 @@ check("1", answer_1, ["a", "b", "c"] + ["[END]"], hint="tgt_out[t] = tgt_in[t + 
 answer_2 = None  # your answer
 
 # %%
-check("2", answer_2, (1 - 0.1) + 0.1 / 13, hint="q = (1 - ε) onehot(y) + ε / V", rel_tol=1e-3)
+check("2", answer_2, "598bdcf7a5a5febe", digits=3, hint="q = (1 - ε) onehot(y) + ε / V")
 
 # %% [markdown]
 # **Question 3.** The paper's schedule with $d_{\text{model}} = 512$ and 4000 warmup steps:
@@ -561,8 +561,7 @@ check("2", answer_2, (1 - 0.1) + 0.1 / 13, hint="q = (1 - ε) onehot(y) + ε / V
 answer_3 = None  # your answer
 
 # %%
-check("3", answer_3, 512 ** -0.5 * min(4000 ** -0.5, 4000 * 4000 ** -1.5), rel_tol=1e-2,
-      hint="the two terms of the min meet at step = warmup")
+check("3", answer_3, "a20b3d88db211ebf", digits=2, hint="the two terms of the min meet at step = warmup")
 
 # %% [markdown]
 # **Question 4.** Beam search ends with two hypotheses: $y_1$ of 4 tokens with
@@ -573,8 +572,7 @@ check("3", answer_3, 512 ** -0.5 * min(4000 ** -0.5, 4000 * 4000 ** -1.5), rel_t
 answer_4 = None  # your answer
 
 # %%
-check("4", answer_4, "y1" if length_penalised(-2.4, 4, 1.0) > length_penalised(-3.2, 8, 1.0) else "y2",
-      hint="divide each sum by its length: the mean log-probability per token")
+check("4", answer_4, "ad4063bd788deb6e", hint="divide each sum by its length: the mean log-probability per token")
 
 # %% [markdown]
 # **Question 5.** True or False: in training, with teacher forcing, the decoder runs
@@ -584,5 +582,5 @@ check("4", answer_4, "y1" if length_penalised(-2.4, 4, 1.0) > length_penalised(-
 answer_5 = None  # your answer
 
 # %%
-check("5", answer_5, False, hint="the causal mask lets one pass make every position's prediction from the true prefix")
+check("5", answer_5, "fcbcf165908dd18a", hint="the causal mask lets one pass make every position's prediction from the true prefix")
 summary()

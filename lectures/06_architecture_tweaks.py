@@ -385,7 +385,7 @@ print("lecture 6: all claims check out")
 #
 # Write your answer in each `answer_N = None  # your answer` cell and run the check
 # below it: a wrong answer stops with a hint, an unanswered one says so
-# (`lectures/_quiz.py`; `MINITRANSFORMER_QUIZ_SOLUTIONS=1` fills in the solutions).
+# (`lectures/_quiz.py`; the answers are stored as digests, not in plain sight).
 
 # %%
 import math
@@ -400,7 +400,7 @@ from _quiz import check, summary
 answer_1 = None  # your answer
 
 # %%
-check("1", answer_1, 8 / 32, hint="the cache holds keys and values per KV head")
+check("1", answer_1, "9b76b3b4eb91b9e9", digits=3, hint="the cache holds keys and values per KV head")
 
 # %% [markdown]
 # **Question 2.** What does RMSNorm leave out of LayerNorm? (a) the division by a
@@ -410,7 +410,7 @@ check("1", answer_1, 8 / 32, hint="the cache holds keys and values per KV head")
 answer_2 = None  # your answer
 
 # %%
-check("2", answer_2, "b", hint="RMS(x) = √(mean(x²)): no μ anywhere")
+check("2", answer_2, "3e23e8160039594a", hint="RMS(x) = √(mean(x²)): no μ anywhere")
 
 # %% [markdown]
 # **Question 3.** A causal sliding window of width w = 3 over T = 6 tokens: how many keys
@@ -420,7 +420,7 @@ check("2", answer_2, "b", hint="RMS(x) = √(mean(x²)): no μ anywhere")
 answer_3 = None  # your answer
 
 # %%
-check("3", answer_3, min(3, 6), hint="itself and the w − 1 tokens before it")
+check("3", answer_3, "4e07408562bedb8b", hint="itself and the w − 1 tokens before it")
 
 # %% [markdown]
 # **Question 4.** GPT-2 small has $V = 50257$ and $C = 768$. How many parameters does
@@ -430,7 +430,7 @@ check("3", answer_3, min(3, 6), hint="itself and the w − 1 tokens before it")
 answer_4 = None  # your answer
 
 # %%
-check("4", answer_4, 50257 * 768, hint="the output projection is a C × V matrix")
+check("4", answer_4, "3bb125cba8c82c9a", hint="the output projection is a C × V matrix")
 
 # %% [markdown]
 # **Question 5.** The 2017 paper puts the LayerNorm after the residual addition: "pre" or "post"?
@@ -439,5 +439,5 @@ check("4", answer_4, 50257 * 768, hint="the output projection is a C × V matrix
 answer_5 = None  # your answer
 
 # %%
-check("5", answer_5, "post", hint="x ← LN(x + F(x))")
+check("5", answer_5, "72231043bc1807e6", hint="x ← LN(x + F(x))")
 summary()

@@ -334,7 +334,7 @@ print("lecture 9: all claims check out")
 #
 # Write your answer in each `answer_N = None  # your answer` cell and run the check
 # below it: a wrong answer stops with a hint, an unanswered one says so
-# (`lectures/_quiz.py`; `MINITRANSFORMER_QUIZ_SOLUTIONS=1` fills in the solutions).
+# (`lectures/_quiz.py`; the answers are stored as digests, not in plain sight).
 
 # %%
 from _quiz import check, summary
@@ -347,7 +347,7 @@ from _quiz import check, summary
 answer_1 = None  # your answer
 
 # %%
-check("1", answer_1, 0.15 * 0.8, hint="first the 15% chosen, then 80% of those", rel_tol=1e-3)
+check("1", answer_1, "e3255e1a8a159368", digits=3, hint="first the 15% chosen, then 80% of those")
 
 # %% [markdown]
 # **Question 2.** Why does BERT's encoder have no causal mask?
@@ -359,7 +359,7 @@ check("1", answer_1, 0.15 * 0.8, hint="first the 15% chosen, then 80% of those",
 answer_2 = None  # your answer
 
 # %%
-check("2", answer_2, "b", hint="what does the masked-LM objective ask the model to predict, and from what?")
+check("2", answer_2, "3e23e8160039594a", hint="what does the masked-LM objective ask the model to predict, and from what?")
 
 # %% [markdown]
 # **Question 3.** How many parameters has ONE layer of BERT-base ($C = 768$, $F = 3072$:
@@ -369,9 +369,7 @@ check("2", answer_2, "b", hint="what does the masked-LM objective ask the model 
 answer_3 = None  # your answer
 
 # %%
-C_, F_ = 768, 3072
-check("3", answer_3, 4 * (C_ * C_ + C_) + (C_ * F_ + F_) + (F_ * C_ + C_) + 2 * 2 * C_,
-      hint="4 (C² + C) for Q, K, V, O; C F + F + F C + C for the FFN; 2C per LayerNorm")
+check("3", answer_3, "c089ae38a7a2b769", hint="4 (C² + C) for Q, K, V, O; C F + F + F C + C for the FFN; 2C per LayerNorm")
 
 # %% [markdown]
 # **Question 4.** What loss should an untrained BERT with $V = 30522$ show on the masked
@@ -381,8 +379,7 @@ check("3", answer_3, 4 * (C_ * C_ + C_) + (C_ * F_ + F_) + (F_ * C_ + C_) + 2 * 
 answer_4 = None  # your answer
 
 # %%
-check("4", answer_4, math.log(30522), hint="nearly uniform predictions: the cross-entropy of the uniform guess",
-      abs_tol=0.01)
+check("4", answer_4, "c1bb6bad2e6887d6", digits=4, hint="nearly uniform predictions: the cross-entropy of the uniform guess")
 
 # %% [markdown]
 # **Question 5.** In all-MiniLM-L6-v2, which token receives the most attention in layers
@@ -392,6 +389,5 @@ check("4", answer_4, math.log(30522), hint="nearly uniform predictions: the cros
 answer_5 = None  # your answer
 
 # %%
-sink_token = "[CLS]" if MINILM is None or sink["cls"][1:5].mean() > sink["sep"][1:5].mean() else "[SEP]"
-check("5", answer_5, sink_token, hint="look at the attention-sink figure of section 4")
+check("5", answer_5, "cb48ebb5b7707683", hint="look at the attention-sink figure of section 4")
 summary()

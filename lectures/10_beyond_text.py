@@ -509,7 +509,7 @@ assert np.all(sparse_probs[0][:, ~dilated] == 0)                  # nothing outs
 #
 # Write your answer in each `answer_N = None  # your answer` cell and run the check
 # below it: a wrong answer stops with a hint, an unanswered one says so
-# (`lectures/_quiz.py`; `MINITRANSFORMER_QUIZ_SOLUTIONS=1` fills in the solutions).
+# (`lectures/_quiz.py`; the answers are stored as digests, not in plain sight).
 
 # %%
 from _quiz import check, summary
@@ -522,7 +522,7 @@ from _quiz import check, summary
 answer_1 = None  # your answer
 
 # %%
-check("1", answer_1, (224 // 16) * (224 // 16), hint="(H / p) · (W / p)")
+check("1", answer_1, "b4bbe448fde336bb", hint="(H / p) · (W / p)")
 
 # %% [markdown]
 # **Question 2.** And if every PIXEL were a token instead, how long would the sequence be?
@@ -531,7 +531,7 @@ check("1", answer_1, (224 // 16) * (224 // 16), hint="(H / p) · (W / p)")
 answer_2 = None  # your answer
 
 # %%
-check("2", answer_2, 224 * 224, hint="one token per pixel: about 50k, too long for full attention")
+check("2", answer_2, "649e9ac9f2711f06", hint="one token per pixel: about 50k, too long for full attention")
 
 # %% [markdown]
 # **Question 3.** How many numbers does one flattened 16 × 16 RGB patch hold?
@@ -540,7 +540,7 @@ check("2", answer_2, 224 * 224, hint="one token per pixel: about 50k, too long f
 answer_3 = None  # your answer
 
 # %%
-check("3", answer_3, 16 * 16 * 3, hint="p · p pixels, 3 colour channels each")
+check("3", answer_3, "f7b856c054de7ccc", hint="p · p pixels, 3 colour channels each")
 
 # %% [markdown]
 # **Question 4.** A feature tokenizer for tables turns a row with three numerical and two
@@ -550,7 +550,7 @@ check("3", answer_3, 16 * 16 * 3, hint="p · p pixels, 3 colour channels each")
 answer_4 = None  # your answer
 
 # %%
-check("4", answer_4, 3 + 2 + 1, hint="one token per feature, numerical or categorical, and one [CLS]")
+check("4", answer_4, "e7f6c011776e8db7", hint="one token per feature, numerical or categorical, and one [CLS]")
 
 # %% [markdown]
 # **Question 5.** Position interpolation (the "SuperHOT" patch `theta = p * 0.25`): a
@@ -561,7 +561,7 @@ check("4", answer_4, 3 + 2 + 1, hint="one token per feature, numerical or catego
 answer_5 = None  # your answer
 
 # %%
-check("5", answer_5, int(2048 / 0.25), hint="scaled position p · 0.25 must stay below 2048")
+check("5", answer_5, "864a936a35324151", hint="scaled position p · 0.25 must stay below 2048")
 
 # %% [markdown]
 # **Question 6.** Full attention over T = 4096 tokens costs how many times the score
@@ -571,7 +571,7 @@ check("5", answer_5, int(2048 / 0.25), hint="scaled position p · 0.25 must stay
 answer_6 = None  # your answer
 
 # %%
-check("6", answer_6, (4096 / 1024) ** 2, hint="T² scores")
+check("6", answer_6, "b17ef6d19c7a5b1e", hint="T² scores")
 
 # %% [markdown]
 # **Question 7.** In Llama-2's attention maps (the survey deck), beyond the first two
@@ -581,7 +581,7 @@ check("6", answer_6, (4096 / 1024) ** 2, hint="T² scores")
 answer_7 = None  # your answer
 
 # %%
-check("7", answer_7, "first", hint="the attention sink: the initial token")
+check("7", answer_7, "a7937b64b8caa58f", hint="the attention sink: the initial token")
 summary()
 
 # %% [markdown]
