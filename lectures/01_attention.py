@@ -280,6 +280,163 @@ assert by_divisor["D (deck)", 1024][1] < 1.1 / T_keys                  # nearly 
 assert by_divisor["√D (paper)", 1024][1] > 2 / T_keys                  # the paper's keeps its contrast
 
 # %% [markdown]
+# ## 6. The module deck's own examples, with its numbers
+#
+# ### The RGB colour table
+#
+# The module deck (003) looks colours up in a table whose values are RGB triples.
+# Here each colour NAME is a key, a one-hot vector of length $r$ over the six names;
+# a query mixes the names it means. "Yellow" matches one key exactly; "orange" is
+# half red, half yellow, and with $r = 10$ the four other keys get weight
+# $e^{-r^2/\sqrt 6} \approx 10^{-18}$: the lookup is the deck's $0.5\,(255, 0, 0) + 0.5\,(255, 255, 0)$.
+
+# %%
+rgb_names = ["red", "green", "blue", "yellow", "black", "white"]
+rgb_values = np.array([[255, 0, 0], [0, 255, 0], [0, 0, 255], [255, 255, 0], [0, 0, 0], [255, 255, 255]],
+                      dtype=np.float64)                    # (6, 3) the values V
+r_rgb = 10.0
+rgb_keys = r_rgb * np.eye(6)                               # (6, 6) one key per colour name
+rgb_queries = r_rgb * np.array([np.eye(6)[3],                       # "yellow"
+                                np.eye(6)[0] + np.eye(6)[3]])       # "orange" = red + yellow
+rgb_out, rgb_cache = attention_forward(rgb_queries[None, None], rgb_keys[None, None], rgb_values[None, None])
+rgb_weights = rgb_cache.probs[0, 0]                        # (2, 6)
+for name, w, value in zip(["yellow", "orange"], rgb_weights, rgb_out[0, 0]):
+    print(f"Q = {name:6s} weights " + ", ".join(f"{c} {wc:.3f}" for c, wc in zip(rgb_names, w))
+          + f"  ->  RGB {np.round(value, 6)}")
+
+# %% [markdown]
+# ### Deck erratum: half of 255 is 127.5
+#
+# The deck writes $0.5\,(255, 0, 0) + 0.5\,(255, 255, 0) = (255, 128, 0)$. The weighted
+# average is $(255, 127.5, 0)$: attention returns the average itself, not a rounded
+# colour (128 is what an 8-bit image would store after rounding).
+
+# %%
+deck_orange = np.array([255.0, 128.0, 0.0])
+right_orange = 0.5 * rgb_values[0] + 0.5 * rgb_values[3]   # (3,) the weighted average
+print("deck:", deck_orange, " weighted average:", right_orange, " attention:", np.round(rgb_out[0, 0, 1], 9))
+assert np.allclose(rgb_out[0, 0, 0], [255, 255, 0], rtol=0, atol=1e-9)          # yellow: exact match
+assert np.allclose(rgb_out[0, 0, 1], right_orange, rtol=0, atol=1e-9)          # orange: (255, 127.5, 0)
+assert right_orange[1] == 127.5 and not np.allclose(rgb_out[0, 0, 1], deck_orange, atol=0.1)
+
+# %% [markdown]
+# ### One word's attention, step by step
+#
+# The deck's walk-through: three words "main chhaatr hoon" ($S = 3$), each a vector
+# of $D = 4$ numbers, and for now $d_h = D$. Row vectors, as in the deck:
+#
+# 1. $q_1 = w_1 W^Q$, and $k_j = w_j W^K$, $v_j = w_j W^V$ for every word $j$;
+# 2. unnormalised similarities $s'_{1j} = q_1 \cdot k_j$, divided by $\sqrt{d_h}$;
+# 3. $a_{1j} = \operatorname{softmax}_j(s'_{1j}/\sqrt{d_h})$, then $z_1 = \sum_j a_{1j} v_j$.
+#
+# The matrix form $Z = \operatorname{softmax}(QK^\top/\sqrt{d_h})\,V$ does all words at once:
+# its first row is $z_1$ ("It's the same!").
+
+# %%
+words = ["main", "chhaatr", "hoon"]
+walk_rng = np.random.default_rng(3)
+S_w, D_w = len(words), 4
+X_w = walk_rng.standard_normal((S_w, D_w))                 # (S, D) the word encodings w_1 .. w_3
+W_Q, W_K, W_V = (0.5 * walk_rng.standard_normal((D_w, D_w)) for _ in range(3))   # (D, d_h) each, d_h = D
+q_1 = X_w[0] @ W_Q                                         # (d_h,) q_1 = w_1 W^Q
+k_w = [X_w[j] @ W_K for j in range(S_w)]                   # k_j = w_j W^K
+v_w = [X_w[j] @ W_V for j in range(S_w)]                   # v_j = w_j W^V
+s_prime = [float(q_1 @ k_w[j]) for j in range(S_w)]        # s'_1j = q_1 · k_j
+s_scaled = [s / math.sqrt(D_w) for s in s_prime]
+a_1 = [math.exp(s) / sum(math.exp(t) for t in s_scaled) for s in s_scaled]
+z_1 = sum(a_1[j] * v_w[j] for j in range(S_w))             # (d_h,) z_1 = Σ_j a_1j v_j
+Z_w, walk_cache = attention_forward((X_w @ W_Q)[None, None], (X_w @ W_K)[None, None], (X_w @ W_V)[None, None])
+print("s'_1j =", np.round(s_prime, 4), "| a_1j =", np.round(a_1, 4), "| z_1 =", np.round(z_1, 4))
+print("row 1 of the matrix form:", Z_w[0, 0, 0], "| shapes: P", walk_cache.probs.shape[2:], "Z", Z_w.shape[2:])
+assert np.allclose(Z_w[0, 0, 0], z_1, rtol=0, atol=1e-12)
+assert np.allclose(walk_cache.probs[0, 0, 0], a_1, rtol=0, atol=1e-12)
+
+# %% [markdown]
+# ### Deck erratum: the attention matrix is S × S, the output S × d_h
+#
+# The module deck labels $\sigma(QK^\top/\sqrt{d_h}) \in \mathbb{R}^{S \times d_h}$ on one slide. The softmax
+# changes no shape: $QK^\top$ is $(S \times d_h)(d_h \times S) = S \times S$, one weight per (query, key)
+# pair, and only the product with $V$ ($S \times d_h$) gives $Z \in \mathbb{R}^{S \times d_h}$. With $S \ne d_h$:
+
+# %%
+S_shape, d_h_shape = 5, 3
+shape_rng = np.random.default_rng(4)
+Q_s, K_s, V_s = (shape_rng.standard_normal((1, 1, S_shape, d_h_shape)) for _ in range(3))
+Z_s, shape_cache = attention_forward(Q_s, K_s, V_s)
+print("softmax(QKᵀ/√d_h):", shape_cache.probs.shape[2:], " Z:", Z_s.shape[2:], " deck's label:", (S_shape, d_h_shape))
+assert shape_cache.probs.shape[2:] == (S_shape, S_shape) != (S_shape, d_h_shape)
+assert Z_s.shape[2:] == (S_shape, d_h_shape)
+
+# %% [markdown]
+# ### Deck erratum: the output averages with the softmax weights, not the scores
+#
+# The survey deck (001) defines the scores $\hat a_i = q\cdot k_i$ and the weights
+# $a_i = \operatorname{softmax}(\hat a)_i$, then writes the output as $z = \sum_i \hat a_i v_i$, with the SCORES.
+# That is no average: the scores can be negative, do not sum to 1, and grow with
+# the length of $q$. The output is $z = \sum_i a_i v_i$:
+
+# %%
+q_c = np.array([[0.0, 0.0, 10.0]])                         # section 2's query [0, 0, 10]
+a_hat = (q_c @ K.T)[0]                                     # (4,) scores â_i = q · k_i
+a_soft = softmax_forward(a_hat / math.sqrt(3))[0]          # (4,) the weights, scaled as the library does
+z_deck = a_hat @ V                                         # Σ â_i v_i
+z_right = a_soft @ V                                       # Σ a_i v_i
+z_lib = attention_forward(q_c[None, None], K[None, None], V[None, None])[0][0, 0, 0]
+print("scores â:", a_hat, "sum", a_hat.sum(), "| weights a:", np.round(a_soft, 6), "sum", a_soft.sum())
+print("deck Σ â_i v_i =", z_deck, "| Σ a_i v_i =", z_right, "| attention_forward:", z_lib)
+assert np.allclose(z_right, z_lib, rtol=0, atol=1e-9) and np.allclose(z_right, [550, 5.5, 0], atol=1e-9)
+assert np.allclose(z_deck, 200 * z_right)                  # the scores sum to 200 here, not to 1
+
+# %% [markdown]
+# ### Deck erratum: the softmax runs over a row, not over one score
+#
+# The loss deck (004) expands each output row as
+# $\operatorname{softmax}(\langle q_1, k_1\rangle/\sqrt d)\,v_1^\top + \dots + \operatorname{softmax}(\langle q_1, k_n\rangle/\sqrt d)\,v_n^\top$.
+# Read literally, the softmax of ONE number is $e^s/e^s = 1$, and the row would be
+# $v_1 + \dots + v_n$. The weight of $v_j$ is the $j$-th entry of the softmax of the whole
+# row of scores, $[\operatorname{softmax}(q_1 K^\top/\sqrt d)]_j$:
+
+# %%
+row_scores = (Q_s[0, 0, :1] @ K_s[0, 0].T)[0] / math.sqrt(d_h_shape)     # (S,) one query's scores
+one_by_one = np.array([softmax_forward(np.array([s]))[0][0] for s in row_scores])   # softmax of each score alone
+whole_row = softmax_forward(row_scores)[0]                 # (S,) softmax over the row
+print("softmax of each score alone:", one_by_one, "| softmax of the row:", np.round(whole_row, 4))
+assert np.all(one_by_one == 1.0)
+assert np.allclose(whole_row @ V_s[0, 0], Z_s[0, 0, 0], rtol=0, atol=1e-12)
+assert not np.allclose(one_by_one @ V_s[0, 0], Z_s[0, 0, 0])
+
+# %% [markdown]
+# ### Deck erratum: q·k has mean 0 and variance d_k
+#
+# The course notes (000) say $q^\top k$ "has mean and variance of $d_k$". Its mean is
+# $\sum_i E[q_i]E[k_i] = 0$; only its VARIANCE is $d_k$. Measured on section 4's draws
+# (5 standard errors: the mean's is $\sqrt{d_k/n}$):
+
+# %%
+mean_rng = np.random.default_rng(6)
+for d in (16, 256):
+    dots = np.einsum("nd,nd->n", mean_rng.standard_normal((n, d)), mean_rng.standard_normal((n, d)))
+    print(f"d_k = {d:3d}: mean {dots.mean():7.3f} (deck: {d}, right: 0) | variance {dots.var():7.1f} (d_k = {d})")
+    assert abs(dots.mean()) < 5 * math.sqrt(d / n) < d / 2          # 0, nowhere near d_k
+    assert abs(dots.var() / d - 1) < 5 * math.sqrt((2 + 6 / d) / n)
+
+# %% [markdown]
+# ### Deck erratum: √d_h is the one divisor that keeps the variance 1
+#
+# The module deck says "there isn't actually anything special about the division
+# value $\sqrt{d_h}$", any value $> 1$ would do. Section 4 showed what is special:
+# $\sqrt{d_h}$ is the standard deviation of $q \cdot k$, so the scaled scores have variance 1
+# for EVERY head width. A fixed divisor (8, right only for $d_h = 64$) leaves the variance
+# $d_h/64$: too peaky for wide heads, too flat for narrow ones.
+
+# %%
+for d in dims:
+    fixed = measured[d][0] / 8 ** 2                         # Var(q·k / 8) = Var(q·k) / 64
+    print(f"d_h = {d:5d}: Var(q·k/√d_h) = {measured[d][1]:.3f} | Var(q·k/8) = {fixed:8.3f} (d_h/64 = {d / 64:.3f})")
+    tol = 5 * math.sqrt((2 + 6 / d) / n)
+    assert abs(measured[d][1] - 1) < tol and abs(fixed / (d / 64) - 1) < tol
+
+# %% [markdown]
 # ## What this lecture claimed, checked
 
 # %%
@@ -325,7 +482,7 @@ print("lecture 1: all claims check out")
 #
 # Write your answer in each `answer_N = None  # your answer` cell and run the check
 # below it: a wrong answer stops with a hint, an unanswered one says so
-# (`lectures/_quiz.py`; `MINITRANSFORMER_QUIZ_SOLUTIONS=1` fills in the solutions).
+# (`lectures/_quiz.py`; the answers are stored as digests, not in plain sight).
 
 # %%
 from _quiz import check, summary
@@ -338,7 +495,7 @@ from _quiz import check, summary
 answer_1 = None  # your answer
 
 # %%
-check("1", answer_1, 64 * 1 * 1, hint="a sum of D independent products, each of variance E[q²] E[k²]")
+check("1", answer_1, "a68b412c4282555f", hint="a sum of D independent products, each of variance E[q²] E[k²]")
 
 # %% [markdown]
 # **Question 2.** By what number must the scores be divided, for $D = 64$, to bring their
@@ -348,18 +505,17 @@ check("1", answer_1, 64 * 1 * 1, hint="a sum of D independent products, each of 
 answer_2 = None  # your answer
 
 # %%
-check("2", answer_2, math.sqrt(64), hint="dividing by c divides the variance by c²")
+check("2", answer_2, "2c624232cdd22177", hint="dividing by c divides the variance by c²")
 
 # %% [markdown]
 # **Question 3.** A query has scores $[2, 2, 0]$ against three keys (already scaled).
-# What attention weight does the first key get? (3 decimals are enough.)
+# What attention weight does the first key get? (3 significant digits.)
 
 # %%
 answer_3 = None  # your answer
 
 # %%
-check("3", answer_3, math.exp(2) / (2 * math.exp(2) + math.exp(0)), abs_tol=5e-4,
-      hint="softmax: exp(s_j) / Σ exp(s_i)")
+check("3", answer_3, "9c860be98ade1acc", digits=3, hint="softmax: exp(s_j) / Σ exp(s_i)")
 
 # %% [markdown]
 # **Question 4.** Without the scaling, what happens to the softmax as $D$ grows?
@@ -370,8 +526,7 @@ check("3", answer_3, math.exp(2) / (2 * math.exp(2) + math.exp(0)), abs_tol=5e-4
 answer_4 = None  # your answer
 
 # %%
-check("4", answer_4, "b" if saturation[dims[-1]]["unscaled"][0] > 0.5 else "a",
-      hint="look at the largest weight, unscaled, in section 4's figure")
+check("4", answer_4, "3e23e8160039594a", hint="look at the largest weight, unscaled, in section 4's figure")
 
 # %% [markdown]
 # **Question 5.** True or False: each output row of attention is a weighted average of
@@ -381,5 +536,5 @@ check("4", answer_4, "b" if saturation[dims[-1]]["unscaled"][0] > 0.5 else "a",
 answer_5 = None  # your answer
 
 # %%
-check("5", answer_5, True, hint="what are the rows of softmax(scores)?")
+check("5", answer_5, "b5bea41b6c623f7c", hint="what are the rows of softmax(scores)?")
 summary()

@@ -105,6 +105,36 @@ print("change at positions 0..T-2:", np.abs(y_changed[:, :-1] - y_causal[:, :-1]
       "| at the last position:", np.abs(y_changed[:, -1] - y_causal[:, -1]).max())
 
 # %% [markdown]
+# ### Deck erratum: hide the future with −∞ before the softmax, keep the diagonal
+#
+# The survey deck masks "in the attention weights for $z_i$, set all entries $i{:}N$ to 0".
+# Two things go wrong if done literally on the scores: a score of 0 still gets weight
+# $e^0 / \sum$, so the future keeps a share, and entry $i$ itself (the token's own key)
+# is dropped. The mask hides keys $j > i$ only, with a score of $-\infty$ (weight exactly
+# 0 after the softmax; equivalently, zero the future weights AFTER the softmax and
+# renormalise the row):
+
+# %%
+from minitransformer.functional.softmax import softmax_forward
+
+scores_m = rng.standard_normal((T, T))                     # (T, T) one head's scores
+deck_scores = scores_m.copy()
+for i in range(T):
+    deck_scores[i, i:] = 0.0                               # "set entries i:N to 0"
+deck_P = softmax_forward(deck_scores)[0]                   # (T, T)
+right_P = softmax_forward(np.where(causal_mask(T), scores_m, -np.inf))[0]
+future = ~causal_mask(T)                                   # (T, T) True above the diagonal
+print("deck's weights (rows: queries):\n", deck_P)
+print("weight on the future: deck", deck_P[future].sum(), "| −∞ mask", right_P[future].sum())
+assert np.all(deck_P[future] > 0) and np.all(right_P[future] == 0.0)
+assert np.all(np.diagonal(right_P) > 0)                    # the token sees itself
+v_m = rng.standard_normal((T, 2))
+v_changed = v_m.copy()
+v_changed[-1] += 10.0                                      # change the LAST token's value
+assert not np.allclose((deck_P @ v_m)[0], (deck_P @ v_changed)[0])   # the deck's token 0 sees the last token
+assert np.allclose((right_P @ v_m)[:-1], (right_P @ v_changed)[:-1], rtol=0, atol=0)
+
+# %% [markdown]
 # ## 3. Key padding
 #
 # Sentences in a batch have different lengths; the short ones are padded to the
@@ -225,7 +255,7 @@ print("lecture 2: all claims check out")
 #
 # Write your answer in each `answer_N = None  # your answer` cell and run the check
 # below it: a wrong answer stops with a hint, an unanswered one says so
-# (`lectures/_quiz.py`; `MINITRANSFORMER_QUIZ_SOLUTIONS=1` fills in the solutions).
+# (`lectures/_quiz.py`; the answers are stored as digests, not in plain sight).
 
 # %%
 from _quiz import check, summary
@@ -237,7 +267,7 @@ from _quiz import check, summary
 answer_1 = None  # your answer
 
 # %%
-check("1", answer_1, 512 // 8, hint="the heads are slices of one projection")
+check("1", answer_1, "a68b412c4282555f", hint="the heads are slices of one projection")
 
 # %% [markdown]
 # **Question 2.** With the causal mask on T = 4 tokens, how many (query, key) pairs may
@@ -247,8 +277,7 @@ check("1", answer_1, 512 // 8, hint="the heads are slices of one projection")
 answer_2 = None  # your answer
 
 # %%
-check("2", answer_2, sum(1 for i in range(4) for j in range(4) if j <= i),
-      hint="query i sees keys 0 .. i: count the lower triangle with its diagonal")
+check("2", answer_2, "4a44dc15364204a8", hint="query i sees keys 0 .. i: count the lower triangle with its diagonal")
 
 # %% [markdown]
 # **Question 3.** Cross-attention from T = 5 decoder positions to S = 7 encoder positions:
@@ -258,7 +287,7 @@ check("2", answer_2, sum(1 for i in range(4) for j in range(4) if j <= i),
 answer_3 = None  # your answer
 
 # %%
-check("3", answer_3, [5, 7], hint="one row per query, one column per key")
+check("3", answer_3, "374dd749c07f4c58", hint="one row per query, one column per key")
 
 # %% [markdown]
 # **Question 4.** How many parameters do $W_Q, W_K, W_V, W_O$ of multi-head attention
@@ -268,7 +297,7 @@ check("3", answer_3, [5, 7], hint="one row per query, one column per key")
 answer_4 = None  # your answer
 
 # %%
-check("4", answer_4, 4 * (512 * 512 + 512), hint="four C × C matrices and four biases of C")
+check("4", answer_4, "f986f0b69933ad69", hint="four C × C matrices and four biases of C")
 
 # %% [markdown]
 # **Question 5.** True or False: in cross-attention the queries come from the decoder,
@@ -278,5 +307,5 @@ check("4", answer_4, 4 * (512 * 512 + 512), hint="four C × C matrices and four 
 answer_5 = None  # your answer
 
 # %%
-check("5", answer_5, True, hint="the decoder asks, the source answers")
+check("5", answer_5, "b5bea41b6c623f7c", hint="the decoder asks, the source answers")
 summary()

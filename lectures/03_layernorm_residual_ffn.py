@@ -157,6 +157,23 @@ print("max |Σ_c dx|:", np.abs(dx_lib.sum(-1)).max())
 print("Σ_c dx ⊙ xhat, row 0:", along_xhat[0, 0, 0], "| from the ε formula:", along_xhat_formula[0, 0, 0])
 
 # %% [markdown]
+# ### Deck erratum: ε belongs under the root
+#
+# The module deck normalises with $\hat x = (x - \mu)/\sigma$, no $\varepsilon$ (the course notes
+# have it). A row whose features are all equal (a padding vector, a constant
+# embedding) has $\sigma = 0$: the deck's formula divides 0 by 0, LayerNorm returns
+# $\beta$ there.
+
+# %%
+constant_row = np.full((1, 1, C), 0.7)                     # (1, 1, C) every feature the same
+with np.errstate(invalid="ignore", divide="ignore"):
+    deck_xhat = (constant_row - constant_row.mean(-1, keepdims=True)) / constant_row.std(-1, keepdims=True)
+ln_constant, _ = layernorm_forward(constant_row, gamma, beta, eps)
+print("deck (x - μ)/σ:", deck_xhat[0, 0, :3], "... | layernorm_forward:", ln_constant[0, 0, :3], "... = β")
+assert np.all(np.isnan(deck_xhat))
+assert np.allclose(ln_constant[0, 0], beta, rtol=0, atol=1e-15)
+
+# %% [markdown]
 # ## 4. Residual connections
 #
 # A pre-norm sublayer computes $y = x + F(\operatorname{Norm}(x))$. Its backward is
@@ -244,6 +261,31 @@ print("permuted input -> permuted output:", np.abs(out_perm - out_all[:, perm]).
 ffn_check = check_module(f, np.ascontiguousarray(x[:, :2]), seed=2)
 print(ffn_check)
 print("figures in", OUT)
+
+# %% [markdown]
+# ### Deck erratum: the shapes of W₁ and W₂ follow the side X is on
+#
+# The course notes write $\operatorname{FFN}(X) = W_2\, a(W_1 X + b_1) + b_2$ with the words as the
+# columns of $X$ ($d \times n$), and give $W_1 \in \mathbb{R}^{d \times 4d}$, $W_2 \in \mathbb{R}^{4d \times d}$. Multiplying
+# from the left, $W_1 X$ needs $W_1 \in \mathbb{R}^{4d \times d}$ and $W_2 \in \mathbb{R}^{d \times 4d}$; the deck's shapes
+# belong to the row form $a(X W_1 + b_1) W_2 + b_2$ ($X$: $n \times d$), the one the library uses.
+
+# %%
+ffn_params = {name: value for name, value, _ in f.parameters()}   # name -> array
+W1, b1, W2, b2 = (ffn_params[name] for name in ("fc_in.W", "fc_in.b", "fc_out.W", "fc_out.b"))
+X_cols = x[0].T                                            # (d, n) one sequence, the words as columns
+print("W1", W1.shape, "= (d, 4d) | X", X_cols.shape, "= (d, n)")
+try:
+    W1 @ X_cols                                            # the deck's W1 · X, W1 in R^(d x 4d)
+    deck_shapes_work = True
+except ValueError as error:
+    deck_shapes_work = False
+    print("W1 · X with W1 in R^(d x 4d) fails:", error)
+hidden = np.maximum(0.0, W1.T @ X_cols + b1[:, None])      # (4d, n) W1ᵀ X + b1, W1ᵀ in R^(4d x d)
+column_out = W2.T @ hidden + b2[:, None]                   # (d, n) W2ᵀ in R^(d x 4d)
+print("column form (W1ᵀ, W2ᵀ) vs FeedForward's row form:", np.abs(column_out.T - out_all[0]).max())
+assert W1.shape == (C, 4 * C) and not deck_shapes_work
+assert np.allclose(column_out.T, out_all[0], rtol=0, atol=1e-12)
 
 # %% [markdown]
 # ## 6. Dropout: drop, and scale what is kept
@@ -401,7 +443,7 @@ print("lecture 3: all claims check out")
 #
 # Write your answer in each `answer_N = None  # your answer` cell and run the check
 # below it: a wrong answer stops with a hint, an unanswered one says so
-# (`lectures/_quiz.py`; `MINITRANSFORMER_QUIZ_SOLUTIONS=1` fills in the solutions).
+# (`lectures/_quiz.py`; the answers are stored as digests, not in plain sight).
 
 # %%
 from _quiz import check, summary
@@ -414,7 +456,7 @@ from _quiz import check, summary
 answer_1 = None  # your answer
 
 # %%
-check("1", answer_1, x.ndim - 1, hint="each token is normalised on its own, over its features")
+check("1", answer_1, "d4735e3a265e16ee", hint="each token is normalised on its own, over its features")
 
 # %% [markdown]
 # **Question 2.** How many trainable parameters has a LayerNorm over $C = 512$ features?
@@ -423,7 +465,7 @@ check("1", answer_1, x.ndim - 1, hint="each token is normalised on its own, over
 answer_2 = None  # your answer
 
 # %%
-check("2", answer_2, 2 * 512, hint="a scale γ and a shift β per feature")
+check("2", answer_2, "e39eef82f61b21e2", hint="a scale γ and a shift β per feature")
 
 # %% [markdown]
 # **Question 3.** The FFN of the 2017 paper maps $d = 512 \to 4d \to d$ with biases.
@@ -433,7 +475,7 @@ check("2", answer_2, 2 * 512, hint="a scale γ and a shift β per feature")
 answer_3 = None  # your answer
 
 # %%
-check("3", answer_3, 512 * 2048 + 2048 + 2048 * 512 + 512, hint="W1 is d × 4d, W2 is 4d × d; plus b1 (4d) and b2 (d)")
+check("3", answer_3, "2c97c29813062b5b", hint="W1 is d × 4d, W2 is 4d × d; plus b1 (4d) and b2 (d)")
 
 # %% [markdown]
 # **Question 4.** Inverted dropout with $p = 0.2$: in training, by what factor is a kept
@@ -443,7 +485,7 @@ check("3", answer_3, 512 * 2048 + 2048 + 2048 * 512 + 512, hint="W1 is d × 4d, 
 answer_4 = None  # your answer
 
 # %%
-check("4", answer_4, 1 / (1 - 0.2), hint="the expectation E[y] = x must be kept", rel_tol=1e-3)
+check("4", answer_4, "ba8278dc94c9ee30", digits=3, hint="the expectation E[y] = x must be kept")
 
 # %% [markdown]
 # **Question 5.** A residual block computes $y = x + F(x)$. If $\partial F / \partial x = 0$,
@@ -453,7 +495,7 @@ check("4", answer_4, 1 / (1 - 0.2), hint="the expectation E[y] = x must be kept"
 answer_5 = None  # your answer
 
 # %%
-check("5", answer_5, 1, hint="differentiate the skip path x")
+check("5", answer_5, "6b86b273ff34fce1", hint="differentiate the skip path x")
 
 # %% [markdown]
 # **Question 6.** True or False: a token's BatchNorm output depends on the other
@@ -463,7 +505,7 @@ check("5", answer_5, 1, hint="differentiate the skip path x")
 answer_6 = None  # your answer
 
 # %%
-check("6", answer_6, bool(bn_shift > 0.1), hint="over which axis does BatchNorm take its statistics?")
+check("6", answer_6, "b5bea41b6c623f7c", hint="over which axis does BatchNorm take its statistics?")
 
 # %% [markdown]
 # **Question 7** (from the deck). Why are $\gamma$ and $\beta$ vectors in $\mathbb{R}^C$ rather
@@ -475,5 +517,5 @@ check("6", answer_6, bool(bn_shift > 0.1), hint="over which axis does BatchNorm 
 answer_7 = None  # your answer
 
 # %%
-check("7", answer_7, "a", hint="after normalising, every feature has mean 0 and variance 1: is that always wanted?")
+check("7", answer_7, "ca978112ca1bbdca", hint="after normalising, every feature has mean 0 and variance 1: is that always wanted?")
 summary()

@@ -61,6 +61,23 @@ attn._cache = None                                         # no backward follows
 print("with positions:  difference =", np.abs(y_pos_perm - y_pos[:, perm]).max())
 
 # %% [markdown]
+# ### Deck erratum: equivariant, not invariant
+#
+# The survey deck says "attention is permutation invariant", the module deck that
+# Transformers are "position invariant": "The cat sat = sat the cat". Invariance would
+# mean $\operatorname{Attn}(PX) = \operatorname{Attn}(X)$; what holds is EQUIVARIANCE, the same outputs in the
+# permuted order. Each token's output is the same whatever the order, so the model
+# cannot tell the orders apart, but the outputs move with their tokens. (Pooling
+# them, a sum or a mean over the positions, is invariant.)
+
+# %%
+print("Attn(Px) - Attn(x)   =", np.abs(y_perm - y).max(), "(invariance: 0)")
+print("Attn(Px) - P Attn(x) =", np.abs(y_perm - y[:, perm]).max(), "(equivariance: 0)")
+assert np.abs(y_perm - y).max() > 1e-3                                   # not invariant
+assert np.allclose(y_perm, y[:, perm], rtol=0, atol=1e-12)               # equivariant
+assert np.allclose(y_perm.sum(axis=1), y.sum(axis=1), rtol=0, atol=1e-12)   # the pooled sum is invariant
+
+# %% [markdown]
 # ## 1. Sinusoidal encoding
 #
 # The paper's formula, with $i$ the index of a PAIR of columns ($i = 0 \dots d/2 - 1$):
@@ -137,6 +154,66 @@ sinusoidal_encoding(path=OUT / "04_sinusoidal.png")
 show_png(OUT / "04_sinusoidal.png")
 
 # %% [markdown]
+# ### The module deck's example: pos = 2, embedding [1.0, 1.1, 1.2, 1.3]
+#
+# With $d = 4$ the two pairs have frequencies $1$ and $10000^{-2/4} = 1/100$, so row 2 of
+# the table is $[\sin 2, \cos 2, \sin 0.02, \cos 0.02]$, added to the word's embedding.
+
+# %%
+deck_embedding = np.array([1.0, 1.1, 1.2, 1.3])
+pe_4 = sinusoidal_table(3, 4, dtype=np.float64)            # (3, 4) positions 0, 1, 2
+by_formula = np.array([math.sin(2), math.cos(2), math.sin(2 / 100), math.cos(2 / 100)])
+print("PE[2] =", pe_4[2], "| embedding + PE[2] =", deck_embedding + pe_4[2])
+assert np.allclose(pe_4[2], by_formula, rtol=0, atol=1e-15)
+
+# %% [markdown]
+# ### Deck erratum: the pseudo-code's cos needs (i − 1)/d
+#
+# The module deck's loop computes `cos(pos/10000^(i/d))` at the odd columns: variant (C)
+# above. The cos of a pair must share its sin's frequency, `(i-1)/d` (variant A). At
+# pos = 2 with d = 4, column 1 becomes $\cos(2/10000^{1/4}) = \cos 0.2$ instead of $\cos 2$:
+
+# %%
+def deck_loop_row(pos, d):
+    """The deck's pseudo-code for one row, as written: i/d in the cos too."""
+    return np.array([math.sin(pos / 10000 ** (i / d)) if i % 2 == 0 else math.cos(pos / 10000 ** (i / d))
+                     for i in range(d)])
+
+
+deck_row2 = deck_loop_row(2, 4)
+print("deck's loop:", deck_row2, "->", deck_embedding + deck_row2)
+print("the formula:", pe_4[2], "->", deck_embedding + pe_4[2])
+assert math.isclose(deck_row2[1], math.cos(0.2)) and math.isclose(pe_4[2, 1], math.cos(2))
+assert np.allclose(deck_row2[0::2], pe_4[2, 0::2]) and np.abs(deck_row2 - pe_4[2]).max() > 1.3
+
+# %% [markdown]
+# ### Deck erratum: position 0 is not left alone
+#
+# The module deck says that at position 0 "no manipulation is done to the vector".
+# $\sin 0 = 0$, but $\cos 0 = 1$: row 0 adds 1 to every odd column.
+
+# %%
+print("PE[0] =", table[0])
+assert np.all(table[0, 0::2] == 0.0) and np.all(table[0, 1::2] == 1.0)
+
+# %% [markdown]
+# ### Deck erratum: 10000 is raised to the power i/d
+#
+# The architecture deck writes $\sin\!\big(\tfrac{t}{10^4}\,\tfrac{i}{d}\big)$: a product where the
+# formula has a power, $\sin\!\big(t / 10000^{i/d}\big)$. Its frequencies $i/(10^4 d)$ are all
+# below $10^{-4}$, so over 50 positions every row stays within $10^{-2}$ of row 0
+# (sin ≈ 0, cos ≈ 1): the positions are indistinguishable.
+
+# %%
+deck_product = loop_table(lambda pos, i: math.sin(pos / 1e4 * i / d) if i % 2 == 0
+                          else math.cos(pos / 1e4 * (i - 1) / d))
+spread_deck = np.abs(deck_product - deck_product[0]).max()
+spread_right = np.abs(table - table[0]).max()
+print(f"largest change from row 0 over {max_len} positions: deck {spread_deck:.4f}, formula {spread_right:.4f}")
+assert spread_deck < 1e-2 and spread_right > 1.0
+assert np.abs(variants["A (i = column, (i-1) for cos)"] - table).max() < 1e-12   # the power: the paper's table
+
+# %% [markdown]
 # ## 2. Learned positions
 #
 # GPT-2 and BERT learn one row per position, $P = W[0 : T]$, trained like the token
@@ -195,6 +272,64 @@ rope_figure(path=OUT / "04_rope.png")
 show_png(OUT / "04_rope.png")
 
 # %% [markdown]
+# ### Deck erratum: the score is Re⟨f(q, m), f(k, n)⟩ with a conjugate
+#
+# The survey deck writes RoPE as complex numbers, $f(x, m)_j = (x_{2j} + i x_{2j+1}) e^{i m\theta_j}$,
+# and the score as "$\operatorname{Re}(f(q, m), f(k, n))$". The next line of its own derivation shows
+# what is meant: the inner product with the second vector CONJUGATED,
+# $\operatorname{Re}\sum_j f(q, m)_j\,\overline{f(k, n)_j}$, whose phases subtract to $(m - n)\theta_j$. Without the
+# conjugate the phases add: the score would depend on $m + n$.
+
+# %%
+theta = 10000.0 ** (-2 * np.arange(D // 2) / D)            # (D/2,) θ_j
+positions = np.arange(n_pos)
+
+
+def f_complex(x, m):
+    """RoPE as complex numbers: (x_2j + i x_2j+1) e^{i m θ_j}, (D/2,) complex."""
+    return (x[0::2] + 1j * x[1::2]) * np.exp(1j * m * theta)
+
+
+conjugated = np.array([[np.real(np.sum(f_complex(q, m) * np.conj(f_complex(k, n_)))) for n_ in positions]
+                       for m in positions])                # (n_pos, n_pos)
+no_conjugate = np.array([[np.real(np.sum(f_complex(q, m) * f_complex(k, n_))) for n_ in positions]
+                         for m in positions])
+spread_no_conj = max(np.ptp(np.diagonal(no_conjugate, o)) for o in range(-n_pos + 1, n_pos))
+print("with the conjugate vs rope_forward's scores:", np.abs(conjugated - scores).max())
+print("without it, largest spread along a diagonal m - n = const:", spread_no_conj)
+assert np.allclose(conjugated, scores, rtol=0, atol=1e-12)
+assert spread_no_conj > 1.0
+
+# %% [markdown]
+# ### Deck erratum: x_mᵀ W_qᵀ R_{n−m} W_k x_n
+#
+# The architecture deck (column vectors: $q_m = R_m W_q x_m$) ends its derivation with
+# $x^\top W_q R_{\Theta, n-m} W_k x_n$. Transposing $R_m W_q x_m$ gives $x_m^\top W_q^\top R_m^\top$, and
+# $R_m^\top R_n = R_{n-m}$: the score is $x_m^\top W_q^\top R_{n-m} W_k x_n$, with the index $m$ and the
+# transpose of $W_q$. The block-diagonal $R_m$ built by hand equals `rope_forward`:
+
+# %%
+def rope_matrix(m, D):
+    """R_m: (D, D) block diagonal, the pair j rotated by m θ_j."""
+    R = np.zeros((D, D))
+    for j in range(D // 2):
+        c, s = math.cos(m * 10000.0 ** (-2 * j / D)), math.sin(m * 10000.0 ** (-2 * j / D))
+        R[2 * j:2 * j + 2, 2 * j:2 * j + 2] = [[c, -s], [s, c]]
+    return R
+
+
+W_q, W_k = rng.standard_normal((D, D)), rng.standard_normal((D, D))      # (D, C), here C = D
+x_m, x_n, m_pos, n_pos_ = rng.standard_normal(D), rng.standard_normal(D), 7, 3
+rotated_q = rope_forward((W_q @ x_m)[None, None, None], offset=m_pos)[0][0, 0, 0]   # R_m W_q x_m
+rotated_k = rope_forward((W_k @ x_n)[None, None, None], offset=n_pos_)[0][0, 0, 0]  # R_n W_k x_n
+score_mn = rotated_q @ rotated_k
+right_form = x_m @ W_q.T @ rope_matrix(n_pos_ - m_pos, D) @ W_k @ x_n
+deck_form = x_m @ W_q @ rope_matrix(n_pos_ - m_pos, D) @ W_k @ x_n
+print(f"q_mᵀ k_n = {score_mn:.6f} | x_mᵀ W_qᵀ R_(n-m) W_k x_n = {right_form:.6f} | deck's x_mᵀ W_q R W_k x_n = {deck_form:.6f}")
+assert np.allclose(rope_matrix(m_pos, D) @ W_q @ x_m, rotated_q, rtol=0, atol=1e-12)
+assert math.isclose(score_mn, right_form, rel_tol=1e-12) and not math.isclose(score_mn, deck_form, rel_tol=1e-3)
+
+# %% [markdown]
 # ## 4. ALiBi: a distance penalty on the scores
 #
 # ALiBi adds no position to any vector. Each head $h$ subtracts a multiple of the
@@ -231,6 +366,24 @@ axes[0].set_ylabel("query i")
 fig.colorbar(image, ax=axes, label="bias added to the score")
 save_figure(fig, "04_alibi.png")
 print("figures in", OUT)
+
+# %% [markdown]
+# ### Deck erratum: BLOOM uses ALiBi, not RoPE
+#
+# The architecture deck lists BLOOM among the RoPE models; BLOOM uses ALiBi (and the
+# survey deck spells it "ALBi"). Its largest model has 112 heads, not a power of two:
+# the slopes are those of 64 heads, $2^{-8h/64}$, followed by every other slope of 128
+# heads, $2^{-8h/128}$ for odd $h$, by the rule above. No vector is rotated; the bias
+# is added to the scores.
+
+# %%
+bloom_slopes = alibi_slopes(112)
+by_rule = [2.0 ** (-8 * h / 64) for h in range(1, 65)] + [2.0 ** (-8 * h / 128) for h in range(1, 97, 2)]
+print(f"BLOOM, 112 heads: first {bloom_slopes[0]:.4f} = 2^(-1/8), head 64 {bloom_slopes[64]:.4f} = 2^(-1/16), "
+      f"last {bloom_slopes[-1]:.5f}")
+assert bloom_slopes == by_rule and len(bloom_slopes) == 112
+bloom_bias = alibi_bias(bloom_slopes[:2], T=3, S=3, dtype=np.float64)   # (2, 3, 3) added to the scores
+assert np.allclose(bloom_bias[0], -bloom_slopes[0] * np.array([[0, -1, -2], [1, 0, -1], [2, 1, 0]]))
 
 # %% [markdown]
 # ## What this lecture claimed, checked
@@ -275,7 +428,7 @@ print("lecture 4: all claims check out")
 #
 # Write your answer in each `answer_N = None  # your answer` cell and run the check
 # below it: a wrong answer stops with a hint, an unanswered one says so
-# (`lectures/_quiz.py`; `MINITRANSFORMER_QUIZ_SOLUTIONS=1` fills in the solutions).
+# (`lectures/_quiz.py`; the answers are stored as digests, not in plain sight).
 
 # %%
 from _quiz import check, summary
@@ -288,7 +441,7 @@ from _quiz import check, summary
 answer_1 = None  # your answer
 
 # %%
-check("1", answer_1, 10000 ** (-2 * 1 / 4), hint="ω_i = 10000^(-2i/d), i the index of the PAIR")
+check("1", answer_1, "2ee17d46928b52c1", digits=3, hint="ω_i = 10000^(-2i/d), i the index of the PAIR")
 
 # %% [markdown]
 # **Question 2.** With RoPE, the score between a query at position m and a key at
@@ -298,7 +451,7 @@ check("1", answer_1, 10000 ** (-2 * 1 / 4), hint="ω_i = 10000^(-2i/d), i the in
 answer_2 = None  # your answer
 
 # %%
-check("2", answer_2, "b" if spread_per_distance < 1e-9 else "a", hint="R(m)ᵀ R(n) = R(n − m)")
+check("2", answer_2, "3e23e8160039594a", hint="R(m)ᵀ R(n) = R(n − m)")
 
 # %% [markdown]
 # **Question 3.** ALiBi with H = 8 heads: what is the slope of the first head?
@@ -307,7 +460,7 @@ check("2", answer_2, "b" if spread_per_distance < 1e-9 else "a", hint="R(m)ᵀ R
 answer_3 = None  # your answer
 
 # %%
-check("3", answer_3, 2 ** (-8 * (0 + 1) / 8), hint="m_h = 2^(-8(h+1)/H), head h = 0 .. H-1")
+check("3", answer_3, "153a6f5f4d4b53db", digits=3, hint="m_h = 2^(-8(h+1)/H), head h = 0 .. H-1")
 
 # %% [markdown]
 # **Question 4.** ALiBi head with slope 1/4: what bias is added to the score of query
@@ -317,7 +470,7 @@ check("3", answer_3, 2 ** (-8 * (0 + 1) / 8), hint="m_h = 2^(-8(h+1)/H), head h 
 answer_4 = None  # your answer
 
 # %%
-check("4", answer_4, -(1 / 4) * (5 - 2), hint="−m · (i − j): farther keys count less")
+check("4", answer_4, "e1beb3d59ccc92f2", digits=3, hint="−m · (i − j): farther keys count less")
 
 # %% [markdown]
 # **Question 5.** True or False: a model with learned positions and `max_len = 512` can
@@ -327,5 +480,5 @@ check("4", answer_4, -(1 / 4) * (5 - 2), hint="−m · (i − j): farther keys c
 answer_5 = None  # your answer
 
 # %%
-check("5", answer_5, False, hint="is there a row in the table for position 599?")
+check("5", answer_5, "fcbcf165908dd18a", hint="is there a row in the table for position 599?")
 summary()

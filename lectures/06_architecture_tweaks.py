@@ -149,6 +149,30 @@ rms_check = check_pair(rmsnorm_forward, rmsnorm_backward, {"x": x, "gamma": g}, 
 print(rms_check)
 
 # %% [markdown]
+# ### Deck erratum: RMSNorm is γ ⊙ x / √(mean(x²) + ε), with no β
+#
+# The architecture deck writes RMSNorm as $\gamma \odot \frac{x}{\mathrm{RMS}(x)} + \beta$ with
+# $\mathrm{RMS}(x) = \sqrt{\frac1d\sum_i a_i^2}$. Three slips: the sum runs over the input's own
+# entries $x_i$ (the $a_i$ of the paper are the same numbers under another name); RMSNorm
+# drops the re-centring, so it has no $\beta$ (LLaMA's has only $\gamma$: C parameters, not 2C);
+# and implementations add $\varepsilon$ under the root, without which an all-zero row (a
+# zero-initialised embedding) gives 0/0.
+
+# %%
+from minitransformer.layers import RMSNorm
+
+rms_layer = RMSNorm(8)
+rms_names = [name for name, _, _ in rms_layer.parameters()]
+zero_row = np.zeros((1, 8))
+with np.errstate(invalid="ignore", divide="ignore"):
+    deck_rms = zero_row / np.sqrt((zero_row ** 2).mean(axis=-1, keepdims=True)) * g   # no ε
+lib_rms, _ = rmsnorm_forward(zero_row, g, eps=1e-5)
+print("RMSNorm's parameters:", rms_names, "| deck on a zero row:", deck_rms[0, :3], "| library:", lib_rms[0, :3])
+assert rms_names == ["gamma"]                              # γ only: no β
+assert np.all(np.isnan(deck_rms)) and np.all(lib_rms == 0.0)
+assert np.abs(rmsnorm_forward(x, g, eps=1e-5)[0][0, 0] - rms_by_hand).max() < 1e-12   # Σ over x_i, ε inside
+
+# %% [markdown]
 # ## 3. Pre-norm or post-norm
 #
 # $$\text{post (2017, BERT)}: \ x_{l+1} = \operatorname{Norm}(x_l + F(x_l)), \qquad
@@ -361,7 +385,7 @@ print("lecture 6: all claims check out")
 #
 # Write your answer in each `answer_N = None  # your answer` cell and run the check
 # below it: a wrong answer stops with a hint, an unanswered one says so
-# (`lectures/_quiz.py`; `MINITRANSFORMER_QUIZ_SOLUTIONS=1` fills in the solutions).
+# (`lectures/_quiz.py`; the answers are stored as digests, not in plain sight).
 
 # %%
 import math
@@ -376,7 +400,7 @@ from _quiz import check, summary
 answer_1 = None  # your answer
 
 # %%
-check("1", answer_1, 8 / 32, hint="the cache holds keys and values per KV head")
+check("1", answer_1, "9b76b3b4eb91b9e9", digits=3, hint="the cache holds keys and values per KV head")
 
 # %% [markdown]
 # **Question 2.** What does RMSNorm leave out of LayerNorm? (a) the division by a
@@ -386,7 +410,7 @@ check("1", answer_1, 8 / 32, hint="the cache holds keys and values per KV head")
 answer_2 = None  # your answer
 
 # %%
-check("2", answer_2, "b", hint="RMS(x) = √(mean(x²)): no μ anywhere")
+check("2", answer_2, "3e23e8160039594a", hint="RMS(x) = √(mean(x²)): no μ anywhere")
 
 # %% [markdown]
 # **Question 3.** A causal sliding window of width w = 3 over T = 6 tokens: how many keys
@@ -396,7 +420,7 @@ check("2", answer_2, "b", hint="RMS(x) = √(mean(x²)): no μ anywhere")
 answer_3 = None  # your answer
 
 # %%
-check("3", answer_3, min(3, 6), hint="itself and the w − 1 tokens before it")
+check("3", answer_3, "4e07408562bedb8b", hint="itself and the w − 1 tokens before it")
 
 # %% [markdown]
 # **Question 4.** GPT-2 small has $V = 50257$ and $C = 768$. How many parameters does
@@ -406,7 +430,7 @@ check("3", answer_3, min(3, 6), hint="itself and the w − 1 tokens before it")
 answer_4 = None  # your answer
 
 # %%
-check("4", answer_4, 50257 * 768, hint="the output projection is a C × V matrix")
+check("4", answer_4, "3bb125cba8c82c9a", hint="the output projection is a C × V matrix")
 
 # %% [markdown]
 # **Question 5.** The 2017 paper puts the LayerNorm after the residual addition: "pre" or "post"?
@@ -415,5 +439,5 @@ check("4", answer_4, 50257 * 768, hint="the output projection is a C × V matrix
 answer_5 = None  # your answer
 
 # %%
-check("5", answer_5, "post", hint="x ← LN(x + F(x))")
+check("5", answer_5, "72231043bc1807e6", hint="x ← LN(x + F(x))")
 summary()

@@ -240,7 +240,7 @@ print("lecture 7: all claims check out")
 #
 # Write your answer in each `answer_N = None  # your answer` cell and run the check
 # below it: a wrong answer stops with a hint, an unanswered one says so
-# (`lectures/_quiz.py`; `MINITRANSFORMER_QUIZ_SOLUTIONS=1` fills in the solutions).
+# (`lectures/_quiz.py`; the answers are stored as digests, not in plain sight).
 
 # %%
 import math
@@ -255,7 +255,7 @@ from _quiz import check, summary
 answer_1 = None  # your answer
 
 # %%
-check("1", answer_1, math.log(65), abs_tol=0.01, hint="the cross-entropy of the uniform guess")
+check("1", answer_1, "8c201fc73fb27167", digits=3, hint="the cross-entropy of the uniform guess")
 
 # %% [markdown]
 # **Question 2.** How many parameters does one GPT block of width $C = 128$ have (two
@@ -265,9 +265,7 @@ check("1", answer_1, math.log(65), abs_tol=0.01, hint="the cross-entropy of the 
 answer_2 = None  # your answer
 
 # %%
-C_q = 128
-check("2", answer_2, 2 * 2 * C_q + (3 * C_q * C_q + 3 * C_q) + (C_q * C_q + C_q) + (4 * C_q * C_q + 4 * C_q)
-      + (4 * C_q * C_q + C_q), hint="12 C² + 13 C")
+check("2", answer_2, "3556b2c0df14c9fe", hint="12 C² + 13 C")
 
 # %% [markdown]
 # **Question 3.** The KV cache of a model with L = 4 layers and width C = 128, for one
@@ -277,7 +275,7 @@ check("2", answer_2, 2 * 2 * C_q + (3 * C_q * C_q + 3 * C_q) + (C_q * C_q + C_q)
 answer_3 = None  # your answer
 
 # %%
-check("3", answer_3, 2 * 4 * 64 * 128, hint="a key AND a value of width C, per layer and per position")
+check("3", answer_3, "0f255ec16482c343", hint="a key AND a value of width C, per layer and per position")
 
 # %% [markdown]
 # **Question 4.** Sampling with temperature τ → 0 becomes: (a) uniform sampling;
@@ -287,7 +285,7 @@ check("3", answer_3, 2 * 4 * 64 * 128, hint="a key AND a value of width C, per l
 answer_4 = None  # your answer
 
 # %%
-check("4", answer_4, "b", hint="softmax(logits / τ) as τ shrinks")
+check("4", answer_4, "3e23e8160039594a", hint="softmax(logits / τ) as τ shrinks")
 
 # %% [markdown]
 # **Question 5.** True or False: with the causal mask, the attention weight of query i on
@@ -297,6 +295,5 @@ check("4", answer_4, "b", hint="softmax(logits / τ) as τ shrinks")
 answer_5 = None  # your answer
 
 # %%
-check("5", answer_5, bool(all(np.all(P_l[..., future] == 0.0) for P_l in P)),
-      hint="the masked scores are −∞ before the softmax")
+check("5", answer_5, "b5bea41b6c623f7c", hint="the masked scores are −∞ before the softmax")
 summary()

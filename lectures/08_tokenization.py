@@ -148,6 +148,27 @@ ax2.set(xlabel="vocabulary size V", ylabel="bytes per token (held out)", xscale=
 save_figure(fig, "08_bpe.png")
 
 # %% [markdown]
+# ### Deck erratum: the checkpoint is "gpt2"
+#
+# The course notes load `AutoTokenizer.from_pretrained("gp2")`: no such model; the name
+# is `"gpt2"`. What its snippet prints can be worked out without downloading it.
+# GPT-2's byte-level BPE cuts "I am the walrus." into pieces with the same pattern as
+# ours, each space kept at the front of its word. And `convert_ids_to_tokens(40)` is "I":
+# GPT-2 numbers its 256 byte tokens with the 188 printable bytes first, in byte order
+# (`!` = 33 gets id 0), then the rest; so id 40 is byte 33 + 40 = 73, "I". Our tokenizer
+# numbers the bytes by their value, so the same "I" is id 73 here.
+
+# %%
+walrus_pieces = re.findall(PRETOKEN_PATTERN, "I am the walrus.")
+printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), 256)]
+gpt2_byte_order = printable + [b for b in range(256) if b not in printable]   # GPT-2 id -> byte
+print("pieces:", walrus_pieces, "| GPT-2's id 40 is byte", gpt2_byte_order[40], repr(chr(gpt2_byte_order[40])),
+      "| ours:", ByteBPETokenizer.train("I", vocab_size=N_BYTES).encode("I"))
+assert walrus_pieces == ["I", " am", " the", " walrus", "."]
+assert len(printable) == 188 and chr(gpt2_byte_order[40]) == "I"
+assert ByteBPETokenizer.train("I", vocab_size=N_BYTES).encode("I") == [ord("I")]
+
+# %% [markdown]
 # ## 3. WordPiece on a real vocabulary
 #
 # BERT (and all-MiniLM-L6-v2, a small BERT) uses a fixed list of 30,522 tokens:
@@ -274,7 +295,7 @@ print("lecture 8: all claims check out")
 #
 # Write your answer in each `answer_N = None  # your answer` cell and run the check
 # below it: a wrong answer stops with a hint, an unanswered one says so
-# (`lectures/_quiz.py`; `MINITRANSFORMER_QUIZ_SOLUTIONS=1` fills in the solutions).
+# (`lectures/_quiz.py`; the answers are stored as digests, not in plain sight).
 
 # %%
 from _quiz import check, summary
@@ -287,7 +308,7 @@ from _quiz import check, summary
 answer_1 = None  # your answer
 
 # %%
-check("1", answer_1, N_BYTES + 1000 + 1, hint="the bytes come first, then one id per merge, then the special tokens")
+check("1", answer_1, "92abb80a9a9b828a", hint="the bytes come first, then one id per merge, then the special tokens")
 
 # %% [markdown]
 # **Question 2.** When BPE counts pairs, how many times does the piece "aaaa" hold the pair ("a", "a")?
@@ -296,8 +317,7 @@ check("1", answer_1, N_BYTES + 1000 + 1, hint="the bytes come first, then one id
 answer_2 = None  # your answer
 
 # %%
-check("2", answer_2, sum(pair == ("a", "a") for pair in zip("aaaa", "aaaa"[1:])),
-      hint="count at every position, overlaps included")
+check("2", answer_2, "4e07408562bedb8b", hint="count at every position, overlaps included")
 
 # %% [markdown]
 # **Question 3.** Before any merge, how many ids does byte-level BPE give the text "naïve ☃"?
@@ -306,7 +326,7 @@ check("2", answer_2, sum(pair == ("a", "a") for pair in zip("aaaa", "aaaa"[1:]))
 answer_3 = None  # your answer
 
 # %%
-check("3", answer_3, len("naïve ☃".encode("utf-8")), hint="one id per UTF-8 byte; 'ï' takes 2 bytes, '☃' takes 3")
+check("3", answer_3, "4a44dc15364204a8", hint="one id per UTF-8 byte; 'ï' takes 2 bytes, '☃' takes 3")
 
 # %% [markdown]
 # **Question 4.** With the vocabulary `{"un", "una", "##aff", "##ffa", "##able", "##ble"}`, how does
@@ -316,8 +336,7 @@ check("3", answer_3, len("naïve ☃".encode("utf-8")), hint="one id per UTF-8 b
 answer_4 = None  # your answer
 
 # %%
-check("4", answer_4, greedy_longest_match("unaffable", {"un", "una", "##aff", "##ffa", "##able", "##ble"}),
-      hint="take the LONGEST prefix in the vocabulary first, even if a shorter one would lead to fewer pieces")
+check("4", answer_4, "5d14e96a15883bd8", hint="take the LONGEST prefix in the vocabulary first, even if a shorter one would lead to fewer pieces")
 
 # %% [markdown]
 # **Question 5.** True or False: WordPiece turns "hello☃" into `hello [UNK]`.
@@ -326,6 +345,5 @@ check("4", answer_4, greedy_longest_match("unaffable", {"un", "una", "##aff", "#
 answer_5 = None  # your answer
 
 # %%
-check("5", answer_5, greedy_longest_match("hello☃", vocabulary) == ["hello", "[UNK]"],
-      hint="when any part of a word has no match, what happens to the whole word?")
+check("5", answer_5, "fcbcf165908dd18a", hint="when any part of a word has no match, what happens to the whole word?")
 summary()

@@ -294,6 +294,24 @@ assert rel_shift_error < 1e-12
 assert (rel_maps["t5_causal"][rel_maps["distance"] > 0] == 0).all()
 
 # %% [markdown]
+# ### Deck erratum: Shaw adds a^V, it does not subtract it
+#
+# The survey deck writes Shaw's output as $z_i = \sum_j \alpha_{ij}(x_j W^V - a^V_{ij})$. The paper
+# (eq. 3) ADDS the relative value, as it adds $a^K_{ij}$ to the key two lines above:
+# $z_i = \sum_j \alpha_{ij}(x_j W^V + a^V_{ij})$. By hand with the weights `shaw_attention_forward`
+# returns, both signs, against the library:
+
+# %%
+rel_out, rel_cache = shaw_attention_forward(rel_q, rel_k, rel_v, *rel_tables)
+alpha = rel_cache.probs[0, 0]                                   # (T, T) α_ij
+a_V = rel_tables[1][relative_index(4, 4, 2)]                    # (T, T, D) a^V_ij
+plus = np.einsum("ij,ijd->id", alpha, rel_v[0, 0][None] + a_V)      # Σ_j α_ij (v_j + a^V_ij)
+minus = np.einsum("ij,ijd->id", alpha, rel_v[0, 0][None] - a_V)     # the deck's sign
+print("library vs +a^V:", np.abs(rel_out[0, 0] - plus).max(), "| vs the deck's −a^V:", np.abs(rel_out[0, 0] - minus).max())
+assert np.allclose(rel_out[0, 0], plus, rtol=0, atol=1e-12)
+assert not np.allclose(rel_out[0, 0], minus, atol=1e-3)
+
+# %% [markdown]
 # ## Position interpolation: reading a longer context with RoPE
 #
 # RoPE rotates pair $j$ of a query or key at position $m$ by the angle $m\,\theta_j$,
@@ -491,7 +509,7 @@ assert np.all(sparse_probs[0][:, ~dilated] == 0)                  # nothing outs
 #
 # Write your answer in each `answer_N = None  # your answer` cell and run the check
 # below it: a wrong answer stops with a hint, an unanswered one says so
-# (`lectures/_quiz.py`; `MINITRANSFORMER_QUIZ_SOLUTIONS=1` fills in the solutions).
+# (`lectures/_quiz.py`; the answers are stored as digests, not in plain sight).
 
 # %%
 from _quiz import check, summary
@@ -504,7 +522,7 @@ from _quiz import check, summary
 answer_1 = None  # your answer
 
 # %%
-check("1", answer_1, (224 // 16) * (224 // 16), hint="(H / p) · (W / p)")
+check("1", answer_1, "b4bbe448fde336bb", hint="(H / p) · (W / p)")
 
 # %% [markdown]
 # **Question 2.** And if every PIXEL were a token instead, how long would the sequence be?
@@ -513,7 +531,7 @@ check("1", answer_1, (224 // 16) * (224 // 16), hint="(H / p) · (W / p)")
 answer_2 = None  # your answer
 
 # %%
-check("2", answer_2, 224 * 224, hint="one token per pixel: about 50k, too long for full attention")
+check("2", answer_2, "649e9ac9f2711f06", hint="one token per pixel: about 50k, too long for full attention")
 
 # %% [markdown]
 # **Question 3.** How many numbers does one flattened 16 × 16 RGB patch hold?
@@ -522,7 +540,7 @@ check("2", answer_2, 224 * 224, hint="one token per pixel: about 50k, too long f
 answer_3 = None  # your answer
 
 # %%
-check("3", answer_3, 16 * 16 * 3, hint="p · p pixels, 3 colour channels each")
+check("3", answer_3, "f7b856c054de7ccc", hint="p · p pixels, 3 colour channels each")
 
 # %% [markdown]
 # **Question 4.** A feature tokenizer for tables turns a row with three numerical and two
@@ -532,7 +550,7 @@ check("3", answer_3, 16 * 16 * 3, hint="p · p pixels, 3 colour channels each")
 answer_4 = None  # your answer
 
 # %%
-check("4", answer_4, 3 + 2 + 1, hint="one token per feature, numerical or categorical, and one [CLS]")
+check("4", answer_4, "e7f6c011776e8db7", hint="one token per feature, numerical or categorical, and one [CLS]")
 
 # %% [markdown]
 # **Question 5.** Position interpolation (the "SuperHOT" patch `theta = p * 0.25`): a
@@ -543,7 +561,7 @@ check("4", answer_4, 3 + 2 + 1, hint="one token per feature, numerical or catego
 answer_5 = None  # your answer
 
 # %%
-check("5", answer_5, int(2048 / 0.25), hint="scaled position p · 0.25 must stay below 2048")
+check("5", answer_5, "864a936a35324151", hint="scaled position p · 0.25 must stay below 2048")
 
 # %% [markdown]
 # **Question 6.** Full attention over T = 4096 tokens costs how many times the score
@@ -553,7 +571,7 @@ check("5", answer_5, int(2048 / 0.25), hint="scaled position p · 0.25 must stay
 answer_6 = None  # your answer
 
 # %%
-check("6", answer_6, (4096 / 1024) ** 2, hint="T² scores")
+check("6", answer_6, "b17ef6d19c7a5b1e", hint="T² scores")
 
 # %% [markdown]
 # **Question 7.** In Llama-2's attention maps (the survey deck), beyond the first two
@@ -563,7 +581,7 @@ check("6", answer_6, (4096 / 1024) ** 2, hint="T² scores")
 answer_7 = None  # your answer
 
 # %%
-check("7", answer_7, "first", hint="the attention sink: the initial token")
+check("7", answer_7, "a7937b64b8caa58f", hint="the attention sink: the initial token")
 summary()
 
 # %% [markdown]

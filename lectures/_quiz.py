@@ -1,70 +1,100 @@
-"""The checked quizzes at the end of each lecture.
+"""The checked quizzes at the end of each lecture, with the answers stored as digests.
 
 A question is three cells: the question (markdown), the student's answer
 (``answer_3 = None  # your answer``) and a check:
 
-    check("3", answer_3, expected, hint="Var(q·k) grows like D")
+    check("3", answer_3, "5d6b2bc7c9ad0e1d", digits=3, hint="softmax: exp(s_j) / Σ exp(s_i)")
+
+The third argument is not the answer but its digest: the first 16 hex digits of the
+SHA-256 of the answer written canonically (``canonical``). A student reading the
+file sees no expected value; the check still tells right from wrong by writing the
+student's answer the same way and comparing digests. (A digest hides an answer from
+a glance, not from a search: whoever hashes every integer up to 1000 finds the
+small ones. The tests compute every answer independently and check each digest.)
 
     answer None   "not answered yet" is printed and nothing is checked, unless the
-                  environment variable MINITRANSFORMER_QUIZ_SOLUTIONS=1 is set: then
-                  the expected value is checked in its place (the tests do this, so
-                  every check and every expected value runs in CI).
+                  environment variable MINITRANSFORMER_QUIZ_ANSWERS names a JSON file
+                  {"3": answer, ...}: then that answer is checked in its place (the
+                  tests do this with answers they compute from the library).
     a right one   "question 3: correct" is printed.
-    a wrong one   AssertionError with the question, the answer given and the hint
-                  (the expected value is not shown: the student should think again).
+    a wrong one   AssertionError with the question, the answer given and the hint.
 
-What counts as right: numbers within ``rel_tol`` (default 1e-6) of the expected
-value, or within ``abs_tol``; strings equal after stripping and lowercasing
-(so "B" answers "b"); True/False exactly; lists and tuples element by element;
-sets as sets. ``summary()`` prints how many questions were answered right.
+What counts as right: whole numbers exactly (8 and 8.0 alike); with ``digits=n`` a
+number rounded to n significant digits, give or take one unit in the last of them
+(so 0.468 and 0.4683 both answer 0.46831 at 3 digits, 0.47 does not); strings after
+stripping and lowercasing ("B" answers "b"); True/False exactly; lists and tuples
+element by element; sets as sets. ``summary()`` prints how many were answered right.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import numbers
 import os
 
-SOLUTIONS_VARIABLE = "MINITRANSFORMER_QUIZ_SOLUTIONS"
+ANSWERS_VARIABLE = "MINITRANSFORMER_QUIZ_ANSWERS"
+DIGEST_LENGTH = 16
 _tally = {"correct": 0, "missing": 0}
 
 
-def solutions_enabled() -> bool:
-    """True when MINITRANSFORMER_QUIZ_SOLUTIONS=1: unanswered questions use the expected value."""
-    return os.environ.get(SOLUTIONS_VARIABLE) == "1"
+def canonical(value, digits: int | None = None) -> str:
+    """The one way ``value`` is written before hashing (the rules in the module docstring)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, numbers.Number):
+        x = float(value)
+        if digits is None:
+            return str(int(x)) if x.is_integer() else repr(x)
+        return f"{x:.{digits - 1}e}"
+    if isinstance(value, str):
+        return value.strip().lower()
+    if isinstance(value, (set, frozenset)):
+        return "{" + ",".join(sorted(canonical(v, digits) for v in value)) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(canonical(v, digits) for v in value) + "]"
+    raise TypeError(f"answer: expected a number, string, bool, list or set, got {type(value).__name__}")
 
 
-def matches(answer, expected, rel_tol: float = 1e-6, abs_tol: float = 0.0) -> bool:
-    """Whether ``answer`` counts as ``expected`` (the rules in the module docstring)."""
-    if isinstance(expected, bool) or isinstance(answer, bool):
-        return isinstance(answer, bool) and isinstance(expected, bool) and answer == expected
-    if isinstance(expected, numbers.Number):
-        if not isinstance(answer, numbers.Number):
-            return False
-        return math.isclose(float(answer), float(expected), rel_tol=rel_tol, abs_tol=abs_tol)
-    if isinstance(expected, str):
-        return isinstance(answer, str) and answer.strip().lower() == expected.strip().lower()
-    if isinstance(expected, (set, frozenset)):
-        return isinstance(answer, (set, frozenset, list, tuple)) and {
-            a.strip().lower() if isinstance(a, str) else a for a in answer} == {
-            e.strip().lower() if isinstance(e, str) else e for e in expected}
-    if isinstance(expected, (list, tuple)):
-        return (isinstance(answer, (list, tuple)) and len(answer) == len(expected)
-                and all(matches(a, e, rel_tol, abs_tol) for a, e in zip(answer, expected)))
-    return answer == expected
+def digest(value, digits: int | None = None) -> str:
+    """The first 16 hex digits of sha256(canonical(value, digits)): what a check stores."""
+    return hashlib.sha256(canonical(value, digits).encode("utf-8")).hexdigest()[:DIGEST_LENGTH]
 
 
-def check(question: str, answer, expected, hint: str = "", rel_tol: float = 1e-6, abs_tol: float = 0.0):
-    """Check one answer; AssertionError naming the question and giving the hint when wrong.
+def matches(answer, expected_digest: str, digits: int | None = None) -> bool:
+    """Whether ``answer`` hashes to ``expected_digest``; with ``digits``, a number may be
+    one unit off in its last significant digit (so no answer falls on the wrong side of
+    a rounding boundary)."""
+    try:
+        if digest(answer, digits) == expected_digest:
+            return True
+    except TypeError:
+        return False
+    if digits is None or isinstance(answer, bool) or not isinstance(answer, numbers.Number) or answer == 0:
+        return False
+    unit = 10.0 ** (math.floor(math.log10(abs(float(answer)))) - digits + 1)
+    return any(digest(float(answer) + step, digits) == expected_digest for step in (-unit, unit))
 
-    Returns True when checked and right, None when not answered (and no solutions).
-    """
+
+def _given_answer(question: str):
+    """The answer to ``question`` in the JSON file named by MINITRANSFORMER_QUIZ_ANSWERS, or None."""
+    path = os.environ.get(ANSWERS_VARIABLE)
+    if not path:
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f).get(question)
+
+
+def check(question: str, answer, expected_digest: str, hint: str = "", digits: int | None = None):
+    """Check one answer against the stored digest; AssertionError naming the question and
+    giving the hint when wrong. Returns True when checked and right, None when not answered."""
     if answer is None:
-        if not solutions_enabled():
-            _tally["missing"] += 1
-            print(f"question {question}: not answered yet (set answer_{question} above, then run this cell)")
-            return None
-        answer = expected
-    if not matches(answer, expected, rel_tol, abs_tol):
+        answer = _given_answer(question)
+    if answer is None:
+        _tally["missing"] += 1
+        print(f"question {question}: not answered yet (set answer_{question} above, then run this cell)")
+        return None
+    if not matches(answer, expected_digest, digits):
         raise AssertionError(f"question {question}: {answer!r} is not right. "
                              f"{'Hint: ' + hint if hint else 'Think again.'}")
     _tally["correct"] += 1

@@ -60,7 +60,7 @@ L1, L2, L3, L4, L5, L6, L7 = ("lectures/01_attention.py", "lectures/02_multihead
 F = "functional"
 
 ASSIGNMENTS = (
-    Assignment("linear", "Linear layer y = x W + b", L1, 5,
+    Assignment("linear", "Linear layer y = x W + b", L2, 5,
                _targets(f"{F}.linear:linear_forward", f"{F}.linear:linear_backward"),
                (_pair(f"{F}.linear", "linear", "linear"),)),
     Assignment("relu", "ReLU", L3, 2,
@@ -85,10 +85,10 @@ ASSIGNMENTS = (
     Assignment("rmsnorm", "RMSNorm", L6, 5,
                _targets(f"{F}.norm:rmsnorm_forward", f"{F}.norm:rmsnorm_backward"),
                (_pair(f"{F}.norm", "rmsnorm", "rmsnorm"),)),
-    Assignment("embedding", "Token embedding (a table lookup and its scatter-add)", L7, 5,
+    Assignment("embedding", "Token embedding (a table lookup and its scatter-add)", L4, 5,
                _targets(f"{F}.embedding:embedding_forward", f"{F}.embedding:embedding_backward"),
                (_pair(f"{F}.embedding", "embedding", "embedding"),)),
-    Assignment("dropout", "Inverted dropout", L5, 3,
+    Assignment("dropout", "Inverted dropout", L3, 3,
                _targets(f"{F}.dropout:dropout_forward", f"{F}.dropout:dropout_backward"),
                (_pair(f"{F}.dropout", "dropout", "dropout"),)),
     Assignment("attention", "Scaled dot-product attention with masks", L1, 15,
