@@ -261,7 +261,30 @@ def time_config(name: str, device: str, steps: int, warmup: int) -> dict:
     if pool is not None:
         line["pool_peak_mb"] = round(pool.total_bytes() / 2**20, 1)
         line["pool_used_mb"] = round(pool.used_bytes() / 2**20, 1)
+    line["phases_ms"] = phase_ms(twin, batches[warmup:warmup + max(3, min(steps, 10))])
     return line
+
+
+def phase_ms(twin: Twin, batches) -> dict:
+    """Median ms of each part of a train_step, the device synchronised around each: where a step's
+    time goes (forward with the loss, backward, the gradient norm and clipping, the AdamW update).
+    The parts are train_step's own calls, in its order; their sum exceeds the step's time by the
+    waits the synchronisations add."""
+    from minitransformer.optim import clip_grad_norm
+    from minitransformer.training.loss import task_loss, task_loss_backward
+    model, opt, cfg, device = twin.model, twin.opt, twin.cfg, twin.device
+    ms = {"forward": [], "backward": [], "clip": [], "update": []}
+    for batch in batches:
+        marks = [time.perf_counter()]
+        _, cache = task_loss(model, twin.task, batch, cfg.smoothing, device)
+        for name, call in (("forward", lambda: None), ("backward", lambda: task_loss_backward(model, 1.0, cache)),
+                           ("clip", lambda: clip_grad_norm(opt.grad_arrays(), cfg.grad_clip)),
+                           ("update", lambda: (opt.step(cfg.lr), model.zero_grad()))):
+            call()
+            synchronize(device)
+            marks.append(time.perf_counter())
+            ms[name].append((marks[-1] - marks[-2]) * 1e3)
+    return {name: round(float(np.median(v)), 3) for name, v in ms.items()}
 
 
 def gpu_name() -> str:

@@ -289,6 +289,9 @@ def _timing_cell(line) -> str:
         if row["config"] in torch_rows:
             cell += f" vs torch {torch_rows[row['config']]['ms_median']} ms ({row.get('ratio_vs_torch')}x)"
         cells.append(cell)
+    phases = line.get("configs", [{}])[-1].get("phases_ms")
+    if phases:
+        cells.append("phases " + "/".join(f"{v:g}" for v in phases.values()) + " ms (fwd/bwd/clip/update)")
     return "; ".join(cells)
 
 

@@ -44,14 +44,14 @@ def _global_squared_norm(grads) -> float:
     """Σ over the arrays of Σ g², a Python float.
 
     On NumPy, array by array (_squared_norm). On another array module (a GPU) each
-    array's Σ g² stays on the device, the sums are added there in float64 and one
-    number comes back: one host sync per call, not one per array (a wait for the
-    device each)."""
+    array's Σ g² stays on the device, the sums are added there in float64, in the
+    arrays' order as on NumPy (a running sum: cumsum), and one number comes back: one
+    host sync per call, not one per array (a wait for the device each)."""
     if all(isinstance(g, numpy.ndarray) for g in grads):
         return sum(_squared_norm(g) for g in grads)
     xp = get_xp(grads[0])
     squares = xp.stack([xp.vdot(g.reshape(-1), g.reshape(-1)) for g in grads])   # (n_arrays,) Σ g² each
-    return float(squares.astype(xp.float64).sum())
+    return float(xp.cumsum(squares.astype(xp.float64))[-1])
 
 
 def _squared_norm(g) -> float:
