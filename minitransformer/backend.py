@@ -35,13 +35,9 @@ def cupy_available() -> bool:
 def get_xp(*arrays):
     """The array module (``numpy``, ``cupy``, ...) of the first array that has one.
 
-    Python scalars and ``None`` are skipped; with no array at all, NumPy. A CuPy
-    array answers ``cupy`` whether or not its CuPy speaks the protocol (CuPy < 14
-    does not: without this test its arrays would be handed NumPy).
+    Python scalars and ``None`` are skipped; with no array at all, NumPy.
     """
     for a in arrays:
-        if _cupy is not None and isinstance(a, _cupy.ndarray):
-            return _cupy
         namespace = getattr(a, "__array_namespace__", None)
         if namespace is not None:
             return namespace()
