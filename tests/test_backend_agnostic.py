@@ -332,8 +332,9 @@ def test_a_training_step_waits_for_the_device_a_few_times_not_once_per_parameter
     """Each copy to the host makes the CPU wait for the GPU's queue. Per step, at most:
     the ids' range (one per embedding check, two checks), the targets' range, the count
     of kept targets, the loss, the global gradient norm (one number for all arrays), the
-    weights' finiteness: 7; and one per LayerNorm forward (the overflow test of the
-    statistics): 2L + 1. Not one per parameter array (2 + 12 per block here)."""
+    weights' finiteness: 7; and, where the fast LayerNorm twin runs, one per LayerNorm
+    forward (its overflow test of the statistics): 2L + 1. Not one per parameter array
+    (2 + 12 per block here)."""
     for n_layer in (1, 3):
         assert _syncs_of_one_step(n_layer) <= 7 + 2 * n_layer + 1
 
