@@ -1,9 +1,15 @@
-"""Issue 7, the GPU check: the library's own checks and timings run on CuPy, one JSON line per part.
+"""The GPU check: the library's own checks and timings run on CuPy, one JSON line per part.
 
-    python benchmarks/gpu_check.py                    # on CUDA with CuPy: all four parts
+    python benchmarks/gpu_check.py                    # on CUDA with CuPy: every part
     python benchmarks/gpu_check.py --steps 10         # more training steps in train_match
     python benchmarks/gpu_check.py --device numpy     # dry run on the CPU: NumPy stands in for the device
     python benchmarks/gpu_check.py --parts gradcheck checkpoint
+    python benchmarks/gpu_check.py --jsonl out/gpu_check.jsonl --out out   # also a JSON file, figures in out/
+    python benchmarks/gpu_check.py --summary out/gpu_check.jsonl          # the table of a finished run
+    python benchmarks/gpu_check.py --pack-minilm DIR  # a float16 copy of all-MiniLM-L6-v2 to carry along
+
+benchmarks/gpu_run.sh is the one command for a lent GPU machine (install, versions, this
+script, the log and the table). After the parts, the script prints a summary table.
 
 Parts (each prints one JSON line; ``ok`` says whether it passed):
 
@@ -39,6 +45,15 @@ timing       configs b and c in float32: milliseconds per ``train_step`` (median
              state). With PyTorch (CUDA build) installed, its twin of the model
              (benchmarks/torch_compare.py) is timed alongside.
 
+environment  not a check: the GPU, CuPy, CUDA runtime and driver, NumPy and PyTorch versions,
+             CUPY_TF32 and PyTorch's float32 matmul precision.
+generation, figures, minilm, train_command: benchmarks/gpu_parts.py's docstring.
+
+The timing part also reports ``ratio_vs_torch`` per config, CuPy's median step over
+PyTorch's (eager, ``scaled_dot_product_attention``), against the goal ``RATIO_GOAL``.
+``--gradcheck-budget-s``: layers not started within that many seconds are listed as
+skipped (the part still fails on any layer that ran and failed).
+
 ``--device numpy`` runs every part with NumPy standing in for the device (the
 "device" twin is a second NumPy model), so the script's logic runs on any machine;
 its timing part times config b only, 3 steps after 1 warm-up, without device memory.
@@ -68,8 +83,11 @@ from minitransformer.backend import cupy_available, device_of, to_numpy, xp_for_
 from minitransformer.training.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
 from minitransformer.gradcheck.suite import layer_checks  # noqa: E402
 from minitransformer.training.loop import make_optimizer, train_step  # noqa: E402
+import gpu_parts  # noqa: E402
 
-PARTS = ("gradcheck", "train_match", "checkpoint", "timing")
+PARTS = ("environment", "gradcheck", "train_match", "checkpoint", "timing", "generation", "figures", "minilm",
+         "train_command")
+RATIO_GOAL = 1.5                                        # CuPy's config c step at most 1.5x PyTorch's
 DEVICES = {"cuda": "cuda", "numpy": "cpu"}              # --device -> the library's device name
 TOLERANCES = {"float64": 1e-10, "float32": 1e-4}        # largest relative loss difference (see above)
 MATCH_CONFIG = "a"                                      # the smallest config of train_step.py
@@ -119,17 +137,25 @@ def state_mismatches(expected: dict, got: dict) -> list:
 
 
 # ------------------------------------------------------------------------ gradcheck
-def gradcheck_part(device: str, seed: int = 0) -> dict:
-    """Every layer check of the gradcheck command, on ``device``; a failing table goes to stderr."""
-    layers = {}
+def gradcheck_part(device: str, seed: int = 0, budget_s: float = float("inf")) -> dict:
+    """Every layer check of the gradcheck command, on ``device``; a failing table goes to stderr.
+    A layer not started within ``budget_s`` seconds of the first is skipped (listed)."""
+    layers, skipped = {}, []
+    t0 = time.perf_counter()
     for name, thunk in layer_checks(seed, device=device):
+        if time.perf_counter() - t0 > budget_s:
+            skipped.append(name)
+            continue
+        t_layer = time.perf_counter()
         result = thunk()
-        layers[name] = {"max_rel_error": float(f"{result.max_rel_error:.3e}"), "ok": result.ok}
+        layers[name] = {"max_rel_error": float(f"{result.max_rel_error:.3e}"), "ok": result.ok,
+                        "seconds": round(time.perf_counter() - t_layer, 2)}
         if not result.ok:
             print(f"gradcheck {name} on {device}:\n{result}", file=sys.stderr)
     worst = max(layers, key=lambda n: layers[n]["max_rel_error"])
     return {"part": "gradcheck", "dtype": "float64", "ok": all(r["ok"] for r in layers.values()),
-            "worst_layer": worst, "worst_rel_error": layers[worst]["max_rel_error"], "layers": layers}
+            "worst_layer": worst, "worst_rel_error": layers[worst]["max_rel_error"],
+            "seconds": round(time.perf_counter() - t0, 1), "skipped_layers": skipped, "layers": layers}
 
 
 # ---------------------------------------------------------------------- train_match
@@ -202,10 +228,7 @@ def checkpoint_part(device: str, config: str = MATCH_CONFIG, seed: int = 0) -> d
 
 
 # --------------------------------------------------------------------------- timing
-def synchronize(device: str) -> None:
-    """Wait for the device's queued kernels (CuPy launches asynchronously); nothing on NumPy."""
-    if device == "cuda":
-        xp_for_device("cuda").cuda.Device().synchronize()
+synchronize = gpu_parts.synchronize
 
 
 def memory_pool(device: str):
@@ -238,7 +261,30 @@ def time_config(name: str, device: str, steps: int, warmup: int) -> dict:
     if pool is not None:
         line["pool_peak_mb"] = round(pool.total_bytes() / 2**20, 1)
         line["pool_used_mb"] = round(pool.used_bytes() / 2**20, 1)
+    line["phases_ms"] = phase_ms(twin, batches[warmup:warmup + max(3, min(steps, 10))])
     return line
+
+
+def phase_ms(twin: Twin, batches) -> dict:
+    """Median ms of each part of a train_step, the device synchronised around each: where a step's
+    time goes (forward with the loss, backward, the gradient norm and clipping, the AdamW update).
+    The parts are train_step's own calls, in its order; their sum exceeds the step's time by the
+    waits the synchronisations add."""
+    from minitransformer.optim import clip_grad_norm
+    from minitransformer.training.loss import task_loss, task_loss_backward
+    model, opt, cfg, device = twin.model, twin.opt, twin.cfg, twin.device
+    ms = {"forward": [], "backward": [], "clip": [], "update": []}
+    for batch in batches:
+        marks = [time.perf_counter()]
+        _, cache = task_loss(model, twin.task, batch, cfg.smoothing, device)
+        for name, call in (("forward", lambda: None), ("backward", lambda: task_loss_backward(model, 1.0, cache)),
+                           ("clip", lambda: clip_grad_norm(opt.grad_arrays(), cfg.grad_clip)),
+                           ("update", lambda: (opt.step(cfg.lr), model.zero_grad()))):
+            call()
+            synchronize(device)
+            marks.append(time.perf_counter())
+            ms[name].append((marks[-1] - marks[-2]) * 1e3)
+    return {name: round(float(np.median(v)), 3) for name, v in ms.items()}
 
 
 def gpu_name() -> str:
@@ -280,6 +326,17 @@ def torch_cuda_lines(configs, steps: int, warmup: int):
     return lines
 
 
+def add_ratios(cupy_rows, torch_rows) -> None:
+    """``ratio_vs_torch`` = CuPy's median ms / PyTorch's, and whether it meets RATIO_GOAL, per config."""
+    if not isinstance(torch_rows, list):                 # "skipped: ..."
+        return
+    torch_ms = {row["config"]: row["ms_median"] for row in torch_rows}
+    for row in cupy_rows:
+        if row["config"] in torch_ms:
+            row["ratio_vs_torch"] = round(row["ms_median"] / torch_ms[row["config"]], 3)
+            row["ratio_goal"], row["goal_met"] = RATIO_GOAL, row["ratio_vs_torch"] <= RATIO_GOAL
+
+
 def timing_part(device: str, configs=("b", "c"), steps: int = 10, warmup: int = 3) -> dict:
     """time_config for each config; on NumPy (the dry run) no memory and no PyTorch line."""
     line = {"part": "timing", "dtype": "float32", "ok": True,
@@ -288,9 +345,29 @@ def timing_part(device: str, configs=("b", "c"), steps: int = 10, warmup: int = 
     if device == "cuda":
         line["gpu"] = gpu_name()
         line["torch_cuda"] = torch_cuda_lines(configs, steps, warmup)
+        add_ratios(line["configs"], line["torch_cuda"])
     else:
         line["note"] = (f"dry run: NumPy stands in for the device; config(s) {', '.join(configs)} only, "
                         f"{steps} steps after {warmup} warm-up, no device memory, no PyTorch")
+    return line
+
+
+# ---------------------------------------------------------------------- environment
+def environment_part(device: str) -> dict:
+    """The versions a result depends on (not a check)."""
+    line = {"part": "environment", "ok": True, "python": sys.version.split()[0], "numpy": np.__version__,
+            "machine": machine(), "cupy_tf32": os.environ.get("CUPY_TF32", "0")}
+    if device == "cuda":
+        cupy = xp_for_device("cuda")
+        runtime = cupy.cuda.runtime
+        line.update(gpu=gpu_name(), cupy=cupy.__version__, cuda_runtime=runtime.runtimeGetVersion(),
+                    cuda_driver=runtime.driverGetVersion())
+    try:
+        import torch
+        line.update(torch=torch.__version__, torch_cuda=torch.version.cuda,
+                    torch_float32_matmul=torch.get_float32_matmul_precision())
+    except ImportError:
+        line["torch"] = None
     return line
 
 
@@ -304,44 +381,91 @@ def missing_cuda():
     return "CuPy is installed but sees no CUDA device (or cannot load its CUDA runtime)"
 
 
-def run_part(name: str, thunk, label: str) -> bool:
-    """Run one part and print its JSON line; an exception becomes a failed line (traceback on stderr)."""
+def run_part(name: str, thunk, label: str, jsonl=None) -> dict:
+    """Run one part and print its JSON line (and append it to ``jsonl``); an exception becomes a
+    failed line with the exception's last line (the traceback on stderr)."""
+    t0 = time.perf_counter()
     try:
         line = thunk()
     except Exception as e:  # noqa: BLE001  (one part's failure must not hide the others' results)
         traceback.print_exc()
         line = {"part": name, "ok": False, "error": f"{type(e).__name__}: {e}"}
-    print(json.dumps({"part": line.pop("part"), "device": label, **line}), flush=True)
-    return bool(line["ok"])
+    line = {"part": line.pop("part"), "device": label, **line, "part_seconds": round(time.perf_counter() - t0, 1)}
+    text = json.dumps(line)
+    print(text, flush=True)
+    if jsonl:
+        with open(jsonl, "a") as f:
+            f.write(text + "\n")
+    return line
 
 
-def main(argv=None) -> int:
+def parse(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--device", choices=sorted(DEVICES), default="cuda",
                    help="cuda (CuPy), or numpy for a dry run on the CPU")
     p.add_argument("--steps", type=int, default=5, help="train_match: AdamW steps per dtype")
-    p.add_argument("--timed-steps", type=int, default=10, help="timing: timed steps per config (>= 10)")
-    p.add_argument("--warmup", type=int, default=3, help="timing: untimed steps first")
+    p.add_argument("--timed-steps", type=int, default=20, help="timing: timed steps per config (>= 10)")
+    p.add_argument("--warmup", type=int, default=5, help="timing: untimed steps first")
     p.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS), help="which parts to run")
+    p.add_argument("--gradcheck-budget-s", type=float, default=120.0,
+                   help="gradcheck: layers not started within this many seconds are skipped")
+    p.add_argument("--model-steps", type=int, default=300,
+                   help="generation, figures: steps of the default GPT trained on the device")
+    p.add_argument("--train-steps", type=int, default=2000, help="train_command: --steps of the train command")
+    p.add_argument("--train-timeout-s", type=float, default=240.0, help="train_command: the subprocess's limit")
+    p.add_argument("--sentences", type=int, default=256, help="minilm: sentences embedded on each side")
+    p.add_argument("--minilm-dir", default=None,
+                   help=f"minilm: the model folder (default ${gpu_parts.MINILM_ENV}, else the installed package)")
+    p.add_argument("--out", default=None, help="figures: folder for the PNG files (default: a temporary one)")
+    p.add_argument("--jsonl", default=None, help="also append every JSON line to this file")
+    p.add_argument("--summary", metavar="JSONL", help="print the table of a finished run's JSON lines, and exit")
+    p.add_argument("--pack-minilm", metavar="DIR", help="write a float16 copy of all-MiniLM-L6-v2 to DIR, and exit")
     args = p.parse_args(argv)
     if args.steps < 1:
         p.error(f"--steps: expected an integer >= 1, got {args.steps}")
     if args.device == "cuda" and (args.timed_steps < 10 or args.warmup < 0):
         p.error(f"--timed-steps, --warmup: expected >= 10 and >= 0, got {args.timed_steps}, {args.warmup}")
+    return args
+
+
+def thunks(args, device: str, out_dir: str) -> dict:
+    """Each part's call; the dry run (NumPy) keeps every size small."""
+    dry = device == "cpu"
+    model_steps = min(args.model_steps, 20) if dry else args.model_steps
+    return {"environment": lambda: environment_part(device),
+            "gradcheck": lambda: gradcheck_part(device, budget_s=args.gradcheck_budget_s),
+            "train_match": lambda: train_match_part(device, args.steps, MATCH_CONFIG),
+            "checkpoint": lambda: checkpoint_part(device, MATCH_CONFIG),
+            "timing": ((lambda: timing_part(device, ("b", "c"), args.timed_steps, args.warmup)) if not dry
+                       else (lambda: timing_part(device, ("b",), 3, 1))),
+            "generation": lambda: gpu_parts.generation_part(device, model_steps),
+            "figures": lambda: gpu_parts.figures_part(device, out_dir, model_steps),
+            "minilm": lambda: gpu_parts.minilm_part(device, min(args.sentences, 16) if dry else args.sentences,
+                                                    args.minilm_dir),
+            "train_command": lambda: gpu_parts.train_command_part(
+                device, min(args.train_steps, 20) if dry else args.train_steps, args.train_timeout_s)}
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
+    if args.summary:
+        print(gpu_parts.summary_table(gpu_parts.read_jsonl(args.summary)))
+        return 0
+    if args.pack_minilm:
+        print(json.dumps(gpu_parts.pack_minilm(gpu_parts.minilm_dir(args.minilm_dir), args.pack_minilm)))
+        return 0
     missing = missing_cuda() if args.device == "cuda" else None
     if missing:
         print(f"gpu_check: {missing}; nothing was run (a dry run on the CPU: --device numpy)")
         return 0
     device = DEVICES[args.device]
     label = "cuda" if device == "cuda" else "numpy (dry run)"
-    timing = ((lambda: timing_part(device, ("b", "c"), args.timed_steps, args.warmup)) if device == "cuda"
-              else (lambda: timing_part(device, ("b",), 3, 1)))
-    thunks = {"gradcheck": lambda: gradcheck_part(device),
-              "train_match": lambda: train_match_part(device, args.steps, MATCH_CONFIG),
-              "checkpoint": lambda: checkpoint_part(device, MATCH_CONFIG),
-              "timing": timing}
-    results = [run_part(name, thunks[name], label) for name in PARTS if name in args.parts]
-    return 0 if all(results) else 1
+    with tempfile.TemporaryDirectory(prefix="gpu_check-figures-") as scratch:
+        out_dir = args.out or scratch
+        calls = thunks(args, device, out_dir)
+        lines = [run_part(name, calls[name], label, args.jsonl) for name in PARTS if name in args.parts]
+    print("\n" + gpu_parts.summary_table(lines), flush=True)
+    return 0 if all(line["ok"] for line in lines) else 1
 
 
 if __name__ == "__main__":

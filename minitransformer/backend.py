@@ -56,7 +56,8 @@ def xp_for_device(device: str):
     if not cupy_available():
         raise ValueError("device: 'cuda' needs CuPy and a CUDA GPU, and CuPy "
                          + ("sees no CUDA device" if _cupy is not None else "is not installed")
-                         + "; install the extra: pip install -e \".[gpu]\" (or use device='cpu')")
+                         + "; install the extra: pip install -e \".[gpu]\" (CUDA 12: \".[gpu-cuda12]\"; "
+                         "or use device='cpu')")
     return _cupy
 
 

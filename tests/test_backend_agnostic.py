@@ -339,3 +339,38 @@ def test_the_train_command_keeps_the_numpy_kernels_off_a_gpu(monkeypatch):
         with pytest.raises(RuntimeError, match="stop"):
             train_command.run_train(args)
     assert seen == ["enabled"]                # once, for the CPU run
+
+
+# ------------------------------------------------------------------- waits for the device
+def _syncs_of_one_step(n_layer):
+    """Copies to the host (float/int/bool/item/tolist of a device array) in one GPT train_step."""
+    model = GPT(GPTConfig(**{**SMALL, "n_layer": n_layer}), rng=0)
+    model._map_params(to_strict)
+    cfg = TrainConfig()
+    opt = AdamW(model.parameters(), cfg.lr)
+    task = _StrictTask(lambda m, b: (m.forward(b[0]), b[1]), device_side=True)
+    rng = np.random.default_rng(0)
+    batch = rng.integers(0, 11, (2, 6)), rng.integers(0, 11, (2, 6))
+    train_step(model, task, batch, opt, cfg.lr, cfg)                   # the first step creates AdamW's state
+    before = TRANSFERS["device_to_host"]
+    train_step(model, task, batch, opt, cfg.lr, cfg)
+    return TRANSFERS["device_to_host"] - before
+
+
+def test_a_training_step_waits_for_the_device_a_few_times_not_once_per_parameter():
+    """Each copy to the host makes the CPU wait for the GPU's queue. Per step, at most:
+    the ids' range (one per embedding check, two checks), the targets' range, the count
+    of kept targets, the loss, the global gradient norm (one number for all arrays), the
+    weights' finiteness: 7; and, where the fast LayerNorm twin runs, one per LayerNorm
+    forward (its overflow test of the statistics): 2L + 1. Not one per parameter array
+    (2 + 12 per block here)."""
+    for n_layer in (1, 3):
+        assert _syncs_of_one_step(n_layer) <= 7 + 2 * n_layer + 1
+
+
+def test_the_strict_type_has_only_cupys_ufunc_reductions():
+    a = to_strict(_normal((2, 3)))
+    xp = get_xp(a)
+    with pytest.raises(StrictError, match="fmax.reduce"):
+        xp.fmax.reduce(a, axis=-1)                         # NotImplementedError on CuPy
+    assert from_strict(xp.add.reduce(a, axis=-1)).shape == (2,)

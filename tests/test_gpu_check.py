@@ -36,7 +36,8 @@ def tiny(monkeypatch):
 
 
 def _lines(capsys):
-    return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    """The JSON lines of a run (the summary table after them is text)."""
+    return [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
 
 
 def test_dry_gradcheck_reports_every_layer_of_the_gradcheck_command(capsys):
@@ -91,10 +92,11 @@ def test_a_loss_difference_beyond_tolerance_fails_the_part_and_the_exit_status(t
 def test_a_part_that_raises_is_reported_and_the_others_still_run(monkeypatch, capsys):
     def broken(device):
         raise RuntimeError("no such kernel")
-    monkeypatch.setattr(gpu_check, "gradcheck_part", broken)
+    monkeypatch.setattr(gpu_check, "gradcheck_part", lambda device, budget_s: broken(device))
     monkeypatch.setattr(gpu_check, "timing_part", lambda *args: {"part": "timing", "ok": True})
     assert gpu_check.main(["--device", "numpy", "--parts", "gradcheck", "timing"]) == 1
     broken_line, timing_line = _lines(capsys)
+    broken_line.pop("part_seconds")
     assert broken_line == {"part": "gradcheck", "device": "numpy (dry run)", "ok": False,
                            "error": "RuntimeError: no such kernel"}
     assert timing_line["part"] == "timing" and timing_line["ok"]
@@ -122,3 +124,92 @@ def test_state_comparison_names_every_kind_of_mismatch():
     loaded["w"][1] = np.nextafter(np.float32(1), np.float32(2))         # one bit of one value
     assert sorted(gpu_check.state_mismatches(saved, loaded)) == ["b", "extra", "gone", "w"]
     assert gpu_check.state_mismatches(saved, {k: v.copy() for k, v in saved.items()}) == []
+
+
+# ------------------------------------------------------- the parts in benchmarks/gpu_parts.py
+import gpu_parts  # noqa: E402
+
+TINY_CLI = ["--n-layer", "1", "--d-model", "16", "--block-size", "16", "--batch-size", "2"]
+
+
+def test_dry_generation_tokens_agree_in_both_dtypes_and_rates_are_positive():
+    line = gpu_parts.generation_part("cpu", steps=2, extra_args=TINY_CLI)
+    assert line["ok"] and line["new_tokens"] == 16 - 8 + 1          # all the cache holds after 8 prompt tokens
+    for dtype in ("float64", "float32"):
+        assert line[dtype] == {"equal": True, "first_difference": None}
+    rates = line["tokens_per_s"]
+    assert set(rates) == {"batch_1", "batch_8"}
+    assert all(rate["device"] > 0 and rate["numpy"] > 0 for rate in rates.values())
+
+
+def test_the_first_generated_difference_is_found():
+    a = np.array([[1, 2, 3, 4], [5, 6, 7, 8]])
+    b = a.copy()
+    assert gpu_parts._first_difference(a, b) is None
+    b[1, 2] = 0
+    assert gpu_parts._first_difference(a, b) == 2
+
+
+def test_dry_figures_are_png_files_of_a_model_trained_there(tmp_path):
+    line = gpu_parts.figures_part("cpu", str(tmp_path), steps=2, extra_args=TINY_CLI)
+    assert line["ok"] and all(line["png_ok"].values())
+    for path in line["files"].values():
+        with open(path, "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    assert len(line["block_gradient_norms"]) == 1 and line["block_gradient_norms"][0] > 0   # one block
+
+
+def test_minilm_without_weights_is_skipped_with_the_reason(monkeypatch, tmp_path):
+    monkeypatch.delenv(gpu_parts.MINILM_ENV, raising=False)
+    line = gpu_parts.minilm_part("cpu", given_dir=str(tmp_path))          # a folder without the weights
+    assert line["ok"] and "no all-MiniLM-L6-v2 weights" in line["skipped"] and str(tmp_path) in line["skipped"]
+    assert "SKIP" in gpu_parts.summary_table([line])
+
+
+def _canned_run(stdout, returncode=0):
+    class Run:
+        pass
+    run = Run()
+    run.stdout, run.stderr, run.returncode = stdout, "", returncode
+    return lambda *args, **kwargs: run
+
+
+def test_train_command_reports_the_seconds_the_command_prints(monkeypatch):
+    stdout = ("gpt: 1 parameters | 100 steps | checkpoint x\n"
+              "step   100/100 | loss 2.0 | lr 1e-4 | 30,100 tok/s | ETA 0m00s\n"
+              "trained in 2.5 s | final loss: train 2.0 | val 2.1 (20 batches each, evaluated in 0.1 s)\n")
+    monkeypatch.setattr(gpu_parts.subprocess, "run", _canned_run(stdout))
+    line = gpu_parts.train_command_part("cpu", steps=100)
+    assert line["ok"] and line["train_seconds"] == 2.5
+    assert line["tokens_per_s"] == 100 * 12 * 64 / 2.5                  # the default batch: 12 x 64 tokens
+    assert line["last_progress"].endswith("30,100 tok/s | ETA 0m00s")
+
+
+def test_train_command_that_times_out_fails_with_what_it_printed(monkeypatch):
+    def slow(*args, **kwargs):
+        raise gpu_parts.subprocess.TimeoutExpired(args[0], 5, output=b"step 100/2000 | 9 tok/s\n", stderr=b"")
+    monkeypatch.setattr(gpu_parts.subprocess, "run", slow)
+    line = gpu_parts.train_command_part("cpu", steps=2000, timeout_s=5)
+    assert not line["ok"] and line["returncode"] == "timeout after 5 s"
+    assert line["last_progress"] == "step 100/2000 | 9 tok/s" and "train_seconds" not in line
+
+
+def test_ratios_against_pytorch_and_the_goal():
+    cupy_rows = [{"config": "b", "ms_median": 30.0}, {"config": "c", "ms_median": 90.0}]
+    gpu_check.add_ratios(cupy_rows, [{"config": "b", "ms_median": 25.0}, {"config": "c", "ms_median": 30.0}])
+    assert cupy_rows[0]["ratio_vs_torch"] == 1.2 and cupy_rows[0]["goal_met"]
+    assert cupy_rows[1]["ratio_vs_torch"] == 3.0 and not cupy_rows[1]["goal_met"]
+    gpu_check.add_ratios(rows := [{"config": "c", "ms_median": 1.0}], "skipped: PyTorch is not installed")
+    assert "ratio_vs_torch" not in rows[0]
+
+
+def test_the_summary_table_has_a_row_per_part_from_the_jsonl(tmp_path, capsys):
+    path = tmp_path / "run.jsonl"
+    lines = [{"part": "gradcheck", "ok": False, "error": "RuntimeError: no such kernel"},
+             {"part": "minilm", "ok": True, "skipped": "no weights"},
+             {"part": "train_command", "ok": True, "train_seconds": 9.5, "tokens_per_s": 161684, "wall_s": 20.0}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines) + "a line of text\n")
+    assert gpu_check.main(["--summary", str(path)]) == 0
+    rows = capsys.readouterr().out.splitlines()[2:]
+    assert [row.split()[:2] for row in rows] == [["gradcheck", "FAIL"], ["minilm", "SKIP"], ["train_command", "PASS"]]
+    assert rows[0].endswith("RuntimeError: no such kernel") and "9.5 s, 161684 tok/s" in rows[2]

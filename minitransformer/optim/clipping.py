@@ -29,7 +29,7 @@ def clip_grad_norm(grads_or_params, max_norm: float) -> float:
     grads = [item[2] if isinstance(item, tuple) else item for item in grads_or_params]
     for i, g in enumerate(grads):
         check_float(f"grads_or_params[{i}]", g)
-    total = math.sqrt(sum(_squared_norm(g) for g in grads))
+    total = math.sqrt(_global_squared_norm(grads))
     if math.isfinite(total) and total > max_norm:
         scale = max_norm / total
         for g in grads:
@@ -40,17 +40,27 @@ def clip_grad_norm(grads_or_params, max_norm: float) -> float:
 NORM_BLOCK = 2 ** 14     # entries summed in the array's dtype before the running total (a Python float)
 
 
-def _squared_norm(g) -> float:
-    """Σ g² of one array, as dot products: no temporary array of squares.
+def _global_squared_norm(grads) -> float:
+    """Σ over the arrays of Σ g², a Python float.
 
-    On NumPy, in blocks of NORM_BLOCK entries added up in a Python float (float64), why:
-    one float32 dot product over a whole flat gradient (flatten_parameters) sums a
-    million squares in float32 and loses about 1e-5 of the result (2e-4 over 10 M),
-    blocks of 16 K keep it near float32's own 1e-7. Other array modules (a GPU sums in
-    a tree already) take one product: one host sync."""
+    On NumPy, array by array (_squared_norm). On another array module (a GPU) each
+    array's Σ g² stays on the device, the sums are added there in float64, in the
+    arrays' order as on NumPy (a running sum: cumsum), and one number comes back: one
+    host sync per call, not one per array (a wait for the device each)."""
+    if all(isinstance(g, numpy.ndarray) for g in grads):
+        return sum(_squared_norm(g) for g in grads)
+    xp = get_xp(grads[0])
+    squares = xp.stack([xp.vdot(g.reshape(-1), g.reshape(-1)) for g in grads])   # (n_arrays,) Σ g² each
+    return float(xp.cumsum(squares.astype(xp.float64))[-1])
+
+
+def _squared_norm(g) -> float:
+    """Σ g² of one NumPy array, as dot products: no temporary array of squares.
+
+    In blocks of NORM_BLOCK entries added up in a Python float (float64), why: one
+    float32 dot product over a whole flat gradient (flatten_parameters) sums a million
+    squares in float32 and loses about 1e-5 of the result (2e-4 over 10 M), blocks of
+    16 K keep it near float32's own 1e-7."""
     flat = g.reshape(-1)                      # a view when g is contiguous
-    xp = get_xp(g)
-    if not isinstance(g, numpy.ndarray):
-        return float(xp.vdot(flat, flat))
-    return sum(float(xp.vdot(flat[i:i + NORM_BLOCK], flat[i:i + NORM_BLOCK]))
+    return sum(float(numpy.vdot(flat[i:i + NORM_BLOCK], flat[i:i + NORM_BLOCK]))
                for i in range(0, flat.size, NORM_BLOCK))

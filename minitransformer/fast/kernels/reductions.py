@@ -26,9 +26,13 @@ with the blocking.
 ``row_max`` uses ``fmax``, which skips a NaN where ``max`` would return it. In a
 softmax that does not hide a NaN: the NaN entry itself still turns its row's sum,
 and so the whole row, into NaN. The row results keep the last axis (keepdims),
-so they broadcast back against their rows.
+so they broadcast back against their rows. On another array module (CuPy, whose
+``ufunc.reduce`` knows only add and multiply) ``row_max`` is ``max``: a NaN row
+stays a NaN row either way.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from ...backend import get_xp
 
@@ -59,7 +63,9 @@ def row_dot(a, b):
 def row_max(a):
     """max over the last axis, kept as a size-1 axis (fmax: a NaN entry is skipped).  (..., n) -> (..., 1)"""
     xp = get_xp(a)
-    return xp.fmax.reduce(a, axis=-1, keepdims=True)                     # (..., 1)
+    if xp is not np:                       # CuPy's ufuncs reduce only with add and multiply
+        return a.max(axis=-1, keepdims=True)                              # (..., 1)
+    return np.fmax.reduce(a, axis=-1, keepdims=True)                     # (..., 1)
 
 
 def col_sum(a):
