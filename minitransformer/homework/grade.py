@@ -46,8 +46,9 @@ def pieces_needed(assignment) -> list:
 
 def _gone(assignment, e: ChildGone, seconds: float) -> dict:
     status = "timeout" if e.reason == "timeout" else "crashed"
+    message = f"timed out after {seconds:.0f} s (an infinite loop?)" if str(e).startswith("timed out") else str(e)
     return {"id": assignment.id, "max_score": assignment.points, "score": 0.0, "status": status,
-            "message": str(e), "rows": [], "seconds": seconds}
+            "message": message, "rows": [], "seconds": seconds}
 
 
 def grade_staged(copy_dir, assignments, *, limits: Limits = Limits(), seed: int = 0, examples: int = 3,

@@ -93,15 +93,18 @@ def take_body(copy_source: str, qualname: str, source: str, func) -> str:
     return "".join(lines[:start] + body + lines[end:])
 
 
-def _outside(tree, qualnames) -> str:
-    """ast.dump of the module with the named bodies emptied: equal when only those bodies differ."""
-    tree = ast.parse(ast.unparse(tree))
-    for q in qualnames:
-        try:
-            _find(tree, q).body = [ast.Pass()]
-        except LookupError:
-            pass
-    return ast.dump(tree)
+def _outside(tree, pristine, qualnames) -> list:
+    """The top-level statements of ``tree`` that neither hold a target nor stand as they are in
+    ``pristine``: what the student changed outside the graded bodies."""
+    tops = {q.split(".")[0] for q in qualnames}
+    kept = {ast.dump(n) for n in pristine.body}
+    return [n for n in tree.body if getattr(n, "name", None) not in tops and ast.dump(n) not in kept]
+
+
+def _describe(node) -> str:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return f"{'class' if isinstance(node, ast.ClassDef) else 'def'} {node.name}"
+    return f"line {node.lineno}: {ast.unparse(node).splitlines()[0][:40]}"
 
 
 def stage(submission, assignments=ASSIGNMENTS) -> tuple:
@@ -154,6 +157,8 @@ def _ignored(rel: str, source, tree, targets: list) -> list:
         return [f"{rel}: holds none of the assignments' functions; ignored"]
     pristine = (pristine_copy() / "minitransformer" / Path(*targets[0].module.split("."))).with_suffix(".py")
     qualnames = [t.qualname for t in targets]
-    if _outside(tree, qualnames) != _outside(ast.parse(pristine.read_text(encoding="utf-8")), qualnames):
-        return [f"{rel}: changes outside the bodies of {', '.join(qualnames)} are ignored"]
+    changed = _outside(tree, ast.parse(pristine.read_text(encoding="utf-8")), qualnames)
+    if changed:
+        shown = ", ".join(_describe(n) for n in changed[:4]) + (" ..." if len(changed) > 4 else "")
+        return [f"{rel}: only the bodies of {', '.join(qualnames)} are graded; ignored: {shown}"]
     return []
