@@ -16,6 +16,7 @@ unprivileged child can import it and change nothing.
 from __future__ import annotations
 
 import ast
+import atexit
 import os
 import shutil
 import tempfile
@@ -32,6 +33,7 @@ def pristine_copy() -> Path:
     """The student's copy of every assignment, exported once per process."""
     if "dir" not in _PRISTINE:
         root = Path(tempfile.mkdtemp(prefix="mt-pristine-"))
+        atexit.register(shutil.rmtree, root, True)
         export(["all"], root / "copy")
         _PRISTINE["dir"] = root / "copy"
     return _PRISTINE["dir"]
