@@ -1,8 +1,9 @@
 """Homework: export, grade, diagnose.
 
-Each grading test runs `homework check` once over a copy (one subprocess per
-assignment, ~1 s each) and asserts on its printed table and its Gradescope JSON.
-Bugs are planted by replacing one line of the exported solution copy.
+Each grading test runs `homework check` once over a copy (one confined process per
+submission) and asserts on its printed table and its Gradescope JSON. Bugs are
+planted by replacing one line of the exported solution copy. The attacks on the
+grader are in tests/test_homework_attacks.py.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from minitransformer.cli import main
-from minitransformer.homework.assignments import ASSIGNMENTS, BY_ID
+from minitransformer.homework.assignments import ASSIGNMENTS, BY_ID, EQUIVALENTS
 from minitransformer.homework.export import export, stub_source
 
 ALL_POINTS = sum(a.points for a in ASSIGNMENTS)
@@ -101,9 +102,9 @@ def test_gradescope_json_schema_and_exit_code_of_one_assignment(tmp_path, capsys
     code, _ = _check(capsys, tmp_path, "causal_mask", "--json", tmp_path / "r.json")
     results = json.loads((tmp_path / "r.json").read_text())
     assert code == 0
-    assert set(results) == {"score", "max_score", "tests"}
+    assert set(results) == {"score", "max_score", "tests", "output", "visibility", "execution_time"}
     (test,) = results["tests"]
-    assert set(test) == {"name", "score", "max_score", "output"}
+    assert set(test) == {"name", "score", "max_score", "output", "visibility"}
     assert test == {**test, "name": "causal_mask", "score": 2, "max_score": 2}
     assert isinstance(test["output"], str) and "causal_mask out" in test["output"]
 
@@ -128,15 +129,64 @@ def test_stub_keeps_signature_docstring_and_everything_else_byte_identical():
     assert lines_new[-tail:] == lines_old[-tail:]
 
 
-def test_export_leaves_out_the_speed_wing_and_writes_handout_and_starters(tmp_path):
+def test_export_writes_handout_and_starters(tmp_path):
     export(["layernorm", "mha"], tmp_path)
-    assert not (tmp_path / "minitransformer/fast").exists()        # its twins are solutions
-    assert (tmp_path / "minitransformer/functional/twins.py").is_file()
     handout = (tmp_path / "HOMEWORK.md").read_text()
     assert "## layernorm" in handout and "rstd" in handout and "## mha" in handout
     starter = (tmp_path / "starter_layernorm.py").read_text()
     assert "# %%" in starter and 'numerical_check("layernorm")' in starter
     compile(starter, "starter_layernorm.py", "exec")
+
+
+# code that computes an assignment's function although it is not the target, by assignment
+EQUIVALENT_CODE = {
+    "softmax": ["functional.softmax:softmax_backward_jacobian", "functional.softmax:log_softmax_forward",
+                "functional.softmax:log_softmax_backward"],
+    "cross_entropy": ["functional.softmax:softmax_forward", "functional.softmax:softmax_backward",
+                      "functional.softmax:softmax_backward_jacobian"],
+    "attention": ["functional.shaw:shaw_attention_forward", "functional.shaw:shaw_attention_backward"],
+    "causal_mask": ["functional.masks:sliding_window_mask", "functional.masks:dilated_window_mask",
+                    "functional.masks:global_window_mask"],
+    "block": ["layers.blocks:EncoderBlock.backward"],
+}
+
+
+def _body_raises(copy, spec) -> bool:
+    module, qualname = spec.split(":")
+    tree = ast.parse((copy / module.replace(".", "/")).with_suffix(".py").read_text())
+    node = tree
+    for part in qualname.split("."):
+        node = next(n for n in node.body if getattr(n, "name", None) == part)
+    code = [n for n in node.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    return len(code) == 1 and isinstance(code[0], ast.Raise) and "NotImplementedError" in ast.unparse(code[0])
+
+
+def test_export_leaves_no_solution_direct_or_equivalent(tmp_path):
+    export(["all"], tmp_path)
+    copy = tmp_path / "minitransformer"
+    assert {a: [str(t) for t in ts] for a, ts in EQUIVALENTS.items()} == EQUIVALENT_CODE
+    for spec in [s for specs in EQUIVALENT_CODE.values() for s in specs] + \
+            [str(t) for a in ASSIGNMENTS for t in a.targets]:
+        assert _body_raises(copy, spec), spec
+    assert not (copy / "fast").exists()                                   # the speed wing, whole
+    assert (copy / "functional" / "twins.py").is_file()                  # the hook stays, empty
+    text = "".join(p.read_text() for p in copy.rglob("*.py"))
+    assert "(dxhat - mean_dxhat - xhat * mean_dxhat_xhat)" not in text    # layernorm's backward line
+    assert "dx = y * (dy - s)" not in text                                # softmax's
+
+
+def test_export_refuses_a_non_empty_folder_and_force_keeps_foreign_files(tmp_path, capsys):
+    (tmp_path / "my_work.py").write_text("precious = 1\n")
+    assert main(["homework", "export", "relu", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not empty" in err and "--force" in err
+    assert main(["homework", "export", "relu", "--out", str(tmp_path), "--force"]) == 0
+    (tmp_path / "minitransformer" / "notes.txt").write_text("mine\n")
+    assert main(["homework", "export", "linear", "--out", str(tmp_path), "--force"]) == 0
+    assert (tmp_path / "my_work.py").read_text() == "precious = 1\n"
+    assert (tmp_path / "minitransformer" / "notes.txt").read_text() == "mine\n"
+    assert not (tmp_path / "starter_relu.py").exists()                   # the previous export's own file
+    assert (tmp_path / "starter_linear.py").exists()
 
 
 def test_list_names_every_assignment_and_its_lecture(capsys):

@@ -6,6 +6,12 @@ backward), the lecture it belongs to, its points, and its ``Check`` specs: which
 generic checker runs it (homework/checks.py: "pair" for a functional
 forward/backward pair, "function" for a forward-only function, "module" for a
 Module's forward/backward) and which input drawer feeds it.
+
+``needs`` names the assignments an assignment's functions call (attention calls
+softmax and dropout): while it is graded, those run the reference's bodies, so a
+bug costs the points of its own assignment only. ``EQUIVALENTS`` names the code
+outside the targets that computes an assignment's function all the same (a
+Jacobian form, a twin, a special case); the student's copy stubs it too.
 """
 from __future__ import annotations
 
@@ -38,6 +44,7 @@ class Assignment:
     points: int
     targets: tuple
     checks: tuple
+    needs: tuple = ()    # the assignments whose functions these call: graded with the reference's
 
 
 def _t(spec: str) -> Target:
@@ -86,23 +93,26 @@ ASSIGNMENTS = (
                _targets(f"{F}.norm:rmsnorm_forward", f"{F}.norm:rmsnorm_backward"),
                (_pair(f"{F}.norm", "rmsnorm", "rmsnorm"),)),
     Assignment("embedding", "Token embedding (a table lookup and its scatter-add)", L4, 5,
-               _targets(f"{F}.embedding:embedding_forward", f"{F}.embedding:embedding_backward"),
+               _targets(f"{F}.embedding:embedding_forward", f"{F}.embedding:embedding_backward",
+                        f"{F}.embedding:_one_hot_scatter", f"{F}.embedding:_sorted_scatter"),
                (_pair(f"{F}.embedding", "embedding", "embedding"),)),
     Assignment("dropout", "Inverted dropout", L3, 3,
                _targets(f"{F}.dropout:dropout_forward", f"{F}.dropout:dropout_backward"),
                (_pair(f"{F}.dropout", "dropout", "dropout"),)),
     Assignment("attention", "Scaled dot-product attention with masks", L1, 15,
                _targets(f"{F}.attention:attention_forward", f"{F}.attention:attention_backward"),
-               (_pair(f"{F}.attention", "attention", "attention"),)),
+               (_pair(f"{F}.attention", "attention", "attention"),), needs=("softmax", "dropout")),
     Assignment("rope", "Rotary position embedding (RoPE)", L4, 5,
                _targets(f"{F}.rope:rope_forward", f"{F}.rope:rope_backward"),
                (_pair(f"{F}.rope", "rope", "bhtd"),)),
     Assignment("mha", "Multi-head attention: the Module's backward", L2, 10,
                _targets("layers.attention:MultiHeadAttention.backward"),
-               (Check("module", "mha", "layers.attention:MultiHeadAttention"),)),
+               (Check("module", "mha", "layers.attention:MultiHeadAttention"),),
+               needs=("linear", "attention", "rope", "causal_mask")),
     Assignment("block", "A whole pre-norm block: Residual and DecoderBlock backward", L3, 10,
                _targets("layers.residual:Residual.backward", "layers.blocks:DecoderBlock.backward"),
-               (Check("module", "block", "layers.blocks:DecoderBlock"),)),
+               (Check("module", "block", "layers.blocks:DecoderBlock"),),
+               needs=("mha", "layernorm", "linear", "gelu", "relu", "dropout")),
     Assignment("sinusoidal", "Sinusoidal position table (forward only)", L4, 3,
                _targets(f"{F}.sinusoidal:sinusoidal_table"),
                (Check("function", "sinusoidal", f"{F}.sinusoidal:sinusoidal_table"),)),
@@ -112,6 +122,19 @@ ASSIGNMENTS = (
 )
 
 BY_ID = {a.id: a for a in ASSIGNMENTS}
+
+# assignment -> the code that computes its function otherwise; stubbed with it in a student's copy
+EQUIVALENTS = {
+    "softmax": _targets(f"{F}.softmax:softmax_backward_jacobian", f"{F}.softmax:log_softmax_forward",
+                        f"{F}.softmax:log_softmax_backward"),             # exp(log_softmax) = softmax
+    "cross_entropy": _targets(f"{F}.softmax:softmax_forward", f"{F}.softmax:softmax_backward",
+                              f"{F}.softmax:softmax_backward_jacobian"),  # log(softmax) = log_softmax
+    "attention": _targets(f"{F}.shaw:shaw_attention_forward",             # zero relative tables
+                          f"{F}.shaw:shaw_attention_backward"),
+    "causal_mask": _targets(f"{F}.masks:sliding_window_mask", f"{F}.masks:dilated_window_mask",
+                            f"{F}.masks:global_window_mask"),             # a window >= S is causal
+    "block": _targets("layers.blocks:EncoderBlock.backward"),             # the block without cross-attention
+}
 
 
 def select(ids) -> list:
@@ -124,3 +147,31 @@ def select(ids) -> list:
         raise KeyError(f"unknown assignment(s) {', '.join(unknown)}; known: {', '.join(BY_ID)}")
     return [a for a in ASSIGNMENTS if a.id in ids]
 
+
+def needed(assignment) -> list:
+    """Every assignment ``assignment`` builds on, directly or through another, in table order."""
+    found: set = set()
+    stack = list(assignment.needs)
+    while stack:
+        a = stack.pop()
+        if a not in found:
+            found.add(a)
+            stack.extend(BY_ID[a].needs)
+    return [a for a in ASSIGNMENTS if a.id in found]
+
+
+def grading_order(assignments) -> list:
+    """``assignments`` with each one after those it needs: the reference of a needed assignment
+    enters the student's process only once that assignment is graded."""
+    order: list = []
+
+    def visit(a):
+        if a in order:
+            return
+        for b in needed(a):
+            if b in assignments:
+                visit(b)
+        order.append(a)
+    for a in assignments:
+        visit(a)
+    return order

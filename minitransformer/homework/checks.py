@@ -1,28 +1,21 @@
-"""The generic checkers and input drawers that grade one assignment (run in a subprocess).
+"""The generic checkers and input drawers that grade one assignment, in the grader's process.
 
-The grader (homework/grade.py) starts ``python -c`` with the student's copy first on
-sys.path, loads THIS package (the reference, the real minitransformer) under another
-name, and calls ``main(assignment_id, ...)``. Two packages are then loaded side by side:
+The reference is this package; the student's functions run in another process
+(homework/sandbox.py) and only their results cross back, as arrays. A ``student``
+is anything with ``function(spec)`` (a callable) and ``module(spec, *args,
+**kwargs)`` (a Module-like): the Sandbox in grading, ``Local`` in a starter
+notebook (the student's own copy, in-process, numerical check only).
 
-    STUDENT    "minitransformer", the student's copy (PYTHONPATH=DIR)
-    REFERENCE  this file's own package, under the grader's private name
-
-For every Check of the assignment the drawer makes float64 inputs from a seeded
-generator (random shapes, masks, ignored targets), both implementations run on
-copies of them, and every output and gradient is compared (homework/diagnose.py);
-then the student's pair runs through the numerical gradient check
-(gradcheck.check_pair / check_module). Every OTHER assignment's functions are
-swapped for the reference's first, so a bug costs the points of its own
-assignment only (a wrong softmax does not fail attention).
-
-In a starter notebook STUDENT == REFERENCE (the student's own copy): only the
-numerical check runs, there is nothing to compare against.
+For every Check of the assignment the drawer makes float64 inputs from a generator
+seeded with the grading seed (the instructor's secret, or a public one), both
+implementations run on copies of them, every output and gradient is compared
+(homework/diagnose.py), and the student's pair goes through the numerical gradient
+check, whose forward evaluations are also the student's. Adding a graded case is a
+drawer; a diagnosis, a ``mistakes`` entry of the Case; a named check, a Row.
 """
 from __future__ import annotations
 
 import importlib
-import json
-import sys
 import traceback
 from dataclasses import dataclass, field
 
@@ -34,7 +27,6 @@ from .diagnose import Row, compare
 
 STUDENT = "minitransformer"
 REFERENCE = __name__.split(".")[0]
-MARKER = "@@homework-result@@ "   # prefixes the one JSON line the grader reads
 
 
 @dataclass
@@ -186,6 +178,16 @@ DRAWERS = {"bct": draw_bct, "softmax": draw_softmax, "linear": draw_linear, "lay
 
 
 # ------------------------------------------------------------------------ checkers
+class Local:
+    """The student's own copy in this process (starters): no reference, no confinement."""
+
+    def function(self, spec):
+        return resolve(STUDENT, spec)
+
+    def module(self, spec, *args, **kwargs):
+        return resolve(STUDENT, spec)(*args, **kwargs)
+
+
 def _copy(case: Case) -> dict:
     return {k: np.array(v, copy=True) for k, v in case.inputs.items()}
 
@@ -199,6 +201,9 @@ def _upstream(out, seed):
 
 
 def _rows_for(name, s, r, case, mistakes) -> Row:
+    if s is not None and not isinstance(s, (np.ndarray, np.generic, float, int, bool)):
+        return Row(name, str(np.shape(r)), float("nan"), float("nan"), False,
+                   f"not an array: a {type(s).__name__}")
     row = compare(name, s, r, factors=case.factors, masked=case.masked.get(name))
     if not row.ok and not row.diagnosis and s is not None and np.shape(s) == np.shape(r):
         for label, candidate in mistakes.get(name, ()):
@@ -208,8 +213,16 @@ def _rows_for(name, s, r, case, mistakes) -> Row:
     return row
 
 
-def check_pair_spec(check, case, seed, reference: bool) -> list:
-    s_fwd, s_bwd = resolve(STUDENT, check.forward), resolve(STUDENT, check.backward)
+def _numerical_rows(run) -> list:
+    try:
+        num = run()
+    except (ValueError, TypeError) as e:     # a gradient of the wrong shape: the rows above say which
+        return [Row("numerical check", "-", float("nan"), float("nan"), False, f"could not run: {e}")]
+    return [Row(f"numerical d{r.name}", str(r.shape), r.max_abs_error, r.rel_error, r.ok) for r in num.rows]
+
+
+def check_pair_spec(check, case, seed, student, reference: bool) -> list:
+    s_fwd, s_bwd = student.function(check.forward), student.function(check.backward)
     wrt = case.wrt or tuple(k for k, v in case.inputs.items() if v.dtype.kind == "f")
     rows = []
     if reference:
@@ -228,96 +241,69 @@ def check_pair_spec(check, case, seed, reference: bool) -> list:
         for i, name in enumerate(wrt):
             s = s_grads[i] if i < len(s_grads) else None
             rows.append(_rows_for(f"d{name}", s, r_grads[i], case, mistakes))
-    try:
-        num = check_pair(s_fwd, s_bwd, dict(case.inputs), kwargs=case.kwargs, wrt=wrt, seed=seed)
-    except ValueError as e:           # a gradient of the wrong shape: the table above says which
-        return rows + [Row("numerical check", "-", float("nan"), float("nan"), False, f"could not run: {e}")]
-    rows += [Row(f"numerical d{r.name}", str(r.shape), r.max_abs_error, r.rel_error, r.ok) for r in num.rows]
-    return rows
+    return rows + _numerical_rows(lambda: check_pair(s_fwd, s_bwd, dict(_copy(case)), kwargs=case.kwargs,
+                                                     wrt=wrt, seed=seed, max_coords=32))
 
 
-def check_function_spec(check, case, seed, reference: bool) -> list:
+def check_function_spec(check, case, seed, student, reference: bool) -> list:
     if not reference:
         return []
     r_out = resolve(REFERENCE, check.forward)(**case.kwargs)
-    s_out = resolve(STUDENT, check.forward)(**case.kwargs)
-    return [compare("out", s_out, r_out)]
+    s_out = student.function(check.forward)(**case.kwargs)
+    return [_rows_for("out", s_out, r_out, case, {})]
 
 
-def _build(package, check, case):
-    cls = resolve(package, check.forward)
+def _build(student, check, case):
     args, kwargs = case.kwargs["ctor"]
     if "spec" in case.kwargs:
-        args = (resolve(package, "layers.blocks:BlockSpec")(**case.kwargs["spec"]),)
-    return cls(*args, **kwargs)
+        spec = case.kwargs["spec"]
+        ref = resolve(REFERENCE, check.forward)(resolve(REFERENCE, "layers.blocks:BlockSpec")(**spec), **kwargs)
+        mine = student.module(check.forward, student.function("layers.blocks:BlockSpec")(**spec), **kwargs)
+        return ref, mine
+    return resolve(REFERENCE, check.forward)(*args, **kwargs), student.module(check.forward, *args, **kwargs)
 
 
-def check_module_spec(check, case, seed, reference: bool) -> list:
+def check_module_spec(check, case, seed, student, reference: bool) -> list:
     x = case.inputs["x"]
-    student = _build(STUDENT, check, case)
+    ref, mine = _build(student, check, case)
     rows = []
     if reference:
-        ref = _build(REFERENCE, check, case)
-        student.load_state_dict(ref.state_dict())
+        mine.load_state_dict(ref.state_dict())
         r_out = ref.forward(x.copy())
         g = _upstream(r_out, seed)
         r_dx = ref.backward(g.copy())
-        s_out = student.forward(x.copy())
-        rows.append(compare("out", s_out, r_out))
-        s_dx = student.backward(g.copy())
-        rows.append(compare("dx", s_dx, r_dx, factors=case.factors))
-        s_grads = {n: gr for n, _, gr in student.parameters()}
+        s_out = mine.forward(x.copy())
+        rows.append(_rows_for("out", s_out, r_out, case, {}))
+        s_dx = mine.backward(g.copy())
+        rows.append(_rows_for("dx", s_dx, r_dx, case, {}))
+        s_grads = {n: gr for n, _, gr in mine.parameters()}
         for name, _, r_grad in ref.parameters():
-            rows.append(compare(f"d{name}", s_grads.get(name), r_grad, factors=case.factors))
-    student.zero_grad()
-    num = check_module(student, x.copy(), seed=seed, max_coords=16, tol=1e-6)  # small 0.02-std weights: ~1e-8
-    rows += [Row(f"numerical d{r.name}", str(r.shape), r.max_abs_error, r.rel_error, r.ok) for r in num.rows]
-    return rows
+            rows.append(_rows_for(f"d{name}", s_grads.get(name), r_grad, case, {}))
+    mine.zero_grad()
+    return rows + _numerical_rows(lambda: check_module(mine, x.copy(), seed=seed, max_coords=16, tol=1e-6))
 
 
 CHECKERS = {"pair": check_pair_spec, "function": check_function_spec, "module": check_module_spec}
 
 
-# ------------------------------------------------------------------------ isolation and the entry
-def isolate(assignment_id: str) -> None:
-    """Swap every other assignment's functions in the student's copy for the reference's."""
-    for a in BY_ID.values():              # load every module that may hold a target by name
-        for t in a.targets:
-            importlib.import_module(f"{STUDENT}.{t.module}")
-    for other in BY_ID.values():
-        if other.id == assignment_id:
-            continue
-        for t in other.targets:
-            s_mod = importlib.import_module(f"{STUDENT}.{t.module}")
-            r_mod = importlib.import_module(f"{REFERENCE}.{t.module}")
-            if "." in t.qualname:
-                cls, method = t.qualname.split(".")
-                setattr(getattr(s_mod, cls), method, getattr(r_mod, cls).__dict__[method])
-                continue
-            s_fn, r_fn = getattr(s_mod, t.qualname), getattr(r_mod, t.qualname)
-            for module in list(sys.modules.values()):
-                if getattr(module, "__name__", "").startswith(STUDENT + ".") and \
-                        getattr(module, t.qualname, None) is s_fn:
-                    setattr(module, t.qualname, r_fn)
+def run(assignment_id: str, student, *, seed: int = 0, examples: int = 3, reference: bool = True) -> dict:
+    """Grade one assignment; the result record (status, score, rows, message).
 
-
-def run(assignment_id: str, seed: int = 0, examples: int = 3) -> dict:
-    """Grade one assignment; returns the result record (status, score, rows, message)."""
+    An exception of the student's code is the assignment's result; the sandbox's own
+    failures (a timeout, a dead process: sandbox.ChildGone) propagate to the grader.
+    """
+    from .sandbox import ChildGone, StudentError
     assignment = BY_ID[assignment_id]
-    reference = STUDENT != REFERENCE
     result = {"id": assignment.id, "max_score": assignment.points, "score": 0.0, "status": "ok",
               "message": "", "rows": []}
     try:
-        if reference:
-            isolate(assignment.id)
         rows = []
         for c, check in enumerate(assignment.checks):
             merged: dict = {}
             for e in range(examples if reference else 1):
                 rng = np.random.default_rng([seed, c, e])
-                fn = resolve(REFERENCE, check.forward)
-                case = DRAWERS[check.draw](rng, fn, check.options)
-                for row in CHECKERS[check.checker](check, case, seed + e, reference):
+                case = DRAWERS[check.draw](rng, resolve(REFERENCE, check.forward), check.options)
+                for row in CHECKERS[check.checker](check, case, seed + e, student, reference):
                     row.name = f"{_label(check)}{row.name}"
                     if row.name not in merged or (merged[row.name].ok and not row.ok):
                         merged[row.name] = row
@@ -326,9 +312,17 @@ def run(assignment_id: str, seed: int = 0, examples: int = 3) -> dict:
         n_ok = sum(r.ok for r in rows)
         result["score"] = round(assignment.points * n_ok / max(len(rows), 1), 2)
         result["status"] = "ok" if n_ok == len(rows) else "fail"
-    except NotImplementedError as e:
+    except ChildGone:
+        raise
+    except StudentError as e:
+        if e.type == "NotImplementedError":
+            result.update(status="not implemented", message=f"not implemented: {e}")
+        else:
+            result.update(status="exception", message=f"exception: {e.type}: {e}" + (f" (at {e.where})"
+                                                                                     if e.where else ""))
+    except NotImplementedError as e:          # Local: the student's own exceptions, in-process
         result.update(status="not implemented", message=f"not implemented: {e}")
-    except BaseException as e:           # SystemExit from student code included
+    except Exception as e:
         result.update(status="exception", message=_exception_line(e))
     return result
 
@@ -345,16 +339,9 @@ def _exception_line(e: BaseException) -> str:
     return f"exception: {type(e).__name__}: {e}{where}"
 
 
-def main(assignment_id: str, seed: int = 0, examples: int = 3) -> None:
-    """Print the one JSON line the grader reads."""
-    result = run(assignment_id, seed, examples)
-    sys.stdout.write("\n" + MARKER + json.dumps(result) + "\n")
-    sys.stdout.flush()
-
-
 def numerical_check(assignment_id: str, seed: int = 0) -> str:
     """The starter notebooks' check: the numerical gradient table of the student's own pair."""
-    result = run(assignment_id, seed, 1)
+    result = run(assignment_id, Local(), seed=seed, examples=1, reference=False)
     if result["status"] != "ok" and not result["rows"]:
         return result["message"]
     lines = [f"{r['name']:<40} {r['shape']:<16} {r['max_abs_error']:>10.3e} {r['rel_error']:>10.3e}  "

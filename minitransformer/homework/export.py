@@ -5,10 +5,14 @@ raises ``NotImplementedError("<name>: implement me")``. ``ast`` locates each bod
 (from the line after the docstring to the function's ``end_lineno``) and only those
 lines of the source text are rewritten: everything else stays byte-identical.
 
-Also written: HOMEWORK.md (the handout) and starter_<id>.py per assignment
-(jupytext percent format). The speed wing (minitransformer/fast/) is left out: its
-twins compute assigned functions, and without it the models call the student's
-plain functions.
+No solution stays in the copy: besides the targets, the code that computes them all
+the same (assignments.EQUIVALENTS) is stubbed, and the speed wing (``fast/``) is
+left out. Also written: HOMEWORK.md (the handout), starter_<id>.py per
+assignment (jupytext percent format), and a manifest of every file written.
+
+An export never deletes what it did not write: a non-empty ``out`` is refused
+(``ExportError``) unless ``force``, and then only files of the previous export's
+manifest are removed.
 """
 from __future__ import annotations
 
@@ -17,10 +21,16 @@ import re
 import shutil
 from pathlib import Path
 
-from .assignments import select
+from .assignments import EQUIVALENTS, select
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+MANIFEST = ".minitransformer-export"
+SPEED_WING = "fast"
+
+
+class ExportError(Exception):
+    """The export would overwrite or delete something it did not write."""
 
 
 def _find(tree: ast.Module, qualname: str):
@@ -32,21 +42,101 @@ def _find(tree: ast.Module, qualname: str):
     return node
 
 
-def stub_source(source: str, qualname: str) -> str:
-    """``source`` with the body of ``qualname`` replaced by a NotImplementedError stub."""
-    func = _find(ast.parse(source), qualname)
+def body_span(func) -> tuple:
+    """(first line index of the body after the docstring, end line) of a def node, 0-based start."""
     body = func.body
     has_doc = isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
         and isinstance(body[0].value.value, str)
-    if has_doc and len(body) == 1:
-        start = body[0].end_lineno                 # only a docstring: the stub goes after it
-    else:
-        start = body[0].end_lineno if has_doc else body[0].lineno - 1
+    start = body[0].end_lineno if has_doc else body[0].lineno - 1
+    return start, func.end_lineno
+
+
+def stub_source(source: str, qualname: str, message: str = "implement me") -> str:
+    """``source`` with the body of ``qualname`` replaced by a NotImplementedError stub."""
+    func = _find(ast.parse(source), qualname)
+    start, end = body_span(func)
     lines = source.splitlines(keepends=True)
-    indent = re.match(r"[ \t]*", lines[body[0].lineno - 1]).group(0)
+    indent = re.match(r"[ \t]*", lines[func.body[0].lineno - 1]).group(0)
     name = qualname.split(".")[-1] if "." not in qualname else qualname
-    stub = f'{indent}raise NotImplementedError("{name}: implement me")\n'
-    return "".join(lines[:start]) + stub + "".join(lines[func.end_lineno:])
+    stub = f'{indent}raise NotImplementedError("{name}: {message}")\n'
+    return "".join(lines[:start]) + stub + "".join(lines[end:])
+
+
+def _stub_all(dest: Path, targets: dict) -> None:
+    """targets: Target -> message; each file rewritten once."""
+    by_file: dict = {}
+    for t, message in targets.items():
+        by_file.setdefault(t.module, []).append((t.qualname, message))
+    for module, items in by_file.items():
+        path = (dest / Path(*module.split("."))).with_suffix(".py")
+        if not path.exists():
+            continue
+        source = path.read_text(encoding="utf-8")
+        for qualname, message in items:
+            try:
+                source = stub_source(source, qualname, message)
+            except LookupError:
+                continue                      # an equivalent this version of the package lacks
+        path.write_text(source, encoding="utf-8")
+
+
+def strip_speed_code(dest: Path) -> None:
+    """Leave out the speed wing (minitransformer/fast/): its kernel twins compute assigned functions.
+
+    The core never imports it, and without it functional/twins.py finds no twin: the
+    Modules call the student's plain functions.
+    """
+    shutil.rmtree(dest / SPEED_WING, ignore_errors=True)
+
+
+def _check_out(out: Path, force: bool) -> set:
+    """The files a previous export wrote (to remove if not rewritten); ExportError on foreign content."""
+    if not out.exists() or not any(out.iterdir()):
+        return set()
+    if not force:
+        raise ExportError(f"{out}: not empty; choose an empty folder, or --force to overwrite "
+                          "(files it did not write are kept)")
+    manifest = out / MANIFEST
+    return set(manifest.read_text(encoding="utf-8").split("\n")) - {""} if manifest.exists() else set()
+
+
+def export(ids, out, *, with_solutions: bool = False, package_dir: Path = PACKAGE_DIR,
+           force: bool = False) -> list:
+    """Copy the package into ``out``/minitransformer, stub the chosen assignments, write the handout."""
+    assignments = select(ids)
+    out = Path(out)
+    previous = _check_out(out, force)
+    dest = out / "minitransformer"
+    shutil.copytree(package_dir, dest, dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    if not with_solutions:
+        strip_speed_code(dest)
+        targets = {t: "implement me" for a in assignments for t in a.targets}
+        for a in assignments:
+            for t in EQUIVALENTS.get(a.id, ()):
+                targets.setdefault(t, f"computes the {a.id} assignment; left out of the student's copy")
+        _stub_all(dest, targets)
+    (out / "HOMEWORK.md").write_text(handout(assignments, package_dir), encoding="utf-8")
+    for a in assignments:
+        (out / f"starter_{a.id}.py").write_text(starter(a, package_dir), encoding="utf-8")
+    written = {p.relative_to(out).as_posix() for p in out.rglob("*")
+               if p.is_file() and (p.parent == out and p.name in _top_files(assignments) or
+                                   p.is_relative_to(dest) and _from_package(p, dest, package_dir))}
+    for stale in previous - written:
+        path = out / stale
+        if path.is_file() and ".." not in stale:
+            path.unlink()
+    (out / MANIFEST).write_text("\n".join(sorted(written)) + "\n", encoding="utf-8")
+    return assignments
+
+
+def _top_files(assignments) -> set:
+    return {"HOMEWORK.md"} | {f"starter_{a.id}.py" for a in assignments}
+
+
+def _from_package(path: Path, dest: Path, package_dir: Path) -> bool:
+    """Whether ``path`` in the copy is one of the package's files (so this export wrote it)."""
+    return (package_dir / path.relative_to(dest)).is_file()
 
 
 def docstring_of(package_dir: Path, target) -> str:
@@ -58,31 +148,6 @@ def docstring_of(package_dir: Path, target) -> str:
 def module_doc(package_dir: Path, module: str) -> str:
     path = (package_dir / Path(*module.split("."))).with_suffix(".py")
     return ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
-
-
-def export(ids, out, *, with_solutions: bool = False, package_dir: Path = PACKAGE_DIR) -> list:
-    """Copy the package into ``out``/minitransformer, stub the chosen assignments, write the handout."""
-    assignments = select(ids)
-    out = Path(out)
-    dest = out / "minitransformer"
-    if dest.exists():
-        shutil.rmtree(dest)
-    shutil.copytree(package_dir, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "fast"))  # no speed wing: its twins are solutions
-    if not with_solutions:
-        by_file: dict = {}
-        for a in assignments:
-            for t in a.targets:
-                by_file.setdefault(t.module, []).append(t.qualname)
-        for module, qualnames in by_file.items():
-            path = (dest / Path(*module.split("."))).with_suffix(".py")
-            source = path.read_text(encoding="utf-8")
-            for q in qualnames:
-                source = stub_source(source, q)
-            path.write_text(source, encoding="utf-8")
-    (out / "HOMEWORK.md").write_text(handout(assignments, package_dir), encoding="utf-8")
-    for a in assignments:
-        (out / f"starter_{a.id}.py").write_text(starter(a, package_dir), encoding="utf-8")
-    return assignments
 
 
 def handout(assignments, package_dir: Path) -> str:

@@ -1,95 +1,107 @@
-"""Grade a student's copy: one subprocess per assignment.
+"""Grade a submission: the trusted parent, one untrusted child per submission.
 
-Each assignment runs in ``python -c`` with the student's copy first on the path
-(PYTHONPATH=DIR), a fresh temporary working directory and a time limit, so an
-infinite loop, a crash or a ``sys.exit`` in student code costs that assignment's
-points and nothing else. The subprocess loads the reference package (the one this
-file belongs to) from its own folder under a private name, runs
-homework/checks.py, and prints one JSON line after a marker; the grader reads the
-last such line (student prints before it are ignored).
+    stage        the submission's target bodies laid over a pristine student copy
+                 (homework/submission.py); nothing of the submission runs here
+    start        one child for the submission (homework/sandbox.py): python -I -S,
+                 its own session, limits, an unprivileged user when we are root
+    per assignment, each after the ones it needs (assignments.grading_order):
+        install  the reference bodies of the assignments it needs into the child
+        check    draw inputs here, call the student's functions there, compare here
+                 (homework/checks.py)
+    end          the child's process group killed; the caller writes the results
+
+A timeout or a dead child costs the assignment it happened in: the child is
+killed and the next assignment starts a fresh one. ``Limits.timeout`` bounds
+one assignment, ``Limits.budget`` the whole submission, so a submission that
+hangs everywhere costs its budget once.
 """
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import tempfile
+import ast
+import shutil
+import textwrap
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .assignments import select
-from .checks import MARKER
-
-PACKAGE_DIR = Path(__file__).resolve().parents[1]     # the reference: this installation's package
-REFERENCE_NAME = "_minitransformer_reference"
-
-_PROGRAM = """
-import importlib.util, sys
-sys.path.insert(0, {student!r})
-spec = importlib.util.spec_from_file_location({name!r}, {init!r}, submodule_search_locations=[{pkg!r}])
-ref = importlib.util.module_from_spec(spec)
-sys.modules[{name!r}] = ref
-spec.loader.exec_module(ref)
-import minitransformer
-if not minitransformer.__file__.startswith({student!r}):
-    raise SystemExit("the student's copy was not imported: " + minitransformer.__file__)
-from {name}.homework.checks import main
-main({assignment!r}, {seed!r}, {examples!r})
-"""
+from .assignments import grading_order, needed, select
+from .checks import run
+from .export import PACKAGE_DIR, _find
+from .sandbox import ChildGone, Limits, Sandbox
+from .submission import stage
 
 
-def program(student_dir, assignment_id: str, seed: int = 0, examples: int = 3) -> str:
-    return _PROGRAM.format(student=str(Path(student_dir).resolve()), name=REFERENCE_NAME,
-                           init=str(PACKAGE_DIR / "__init__.py"), pkg=str(PACKAGE_DIR),
-                           assignment=assignment_id, seed=seed, examples=examples)
+def reference_source(target) -> str:
+    """The reference's source of one target (decorators included), dedented."""
+    path = (PACKAGE_DIR / Path(*target.module.split("."))).with_suffix(".py")
+    source = path.read_text(encoding="utf-8")
+    node = _find(ast.parse(source), target.qualname)
+    first = min([d.lineno for d in node.decorator_list] + [node.lineno])
+    return textwrap.dedent("".join(source.splitlines(keepends=True)[first - 1:node.end_lineno]))
 
 
-def grade_one(student_dir, assignment, *, timeout: float = 30.0, seed: int = 0, examples: int = 3) -> dict:
-    """The result record of one assignment (see checks.run), with its wall time."""
-    env = dict(os.environ, PYTHONPATH=str(Path(student_dir).resolve()), MPLBACKEND="Agg",
-               PYTHONDONTWRITEBYTECODE="1")
-    start = time.perf_counter()
-    base = {"id": assignment.id, "max_score": assignment.points, "score": 0.0, "rows": []}
-    with tempfile.TemporaryDirectory() as cwd:
-        try:
-            proc = subprocess.run([sys.executable, "-c", program(student_dir, assignment.id, seed, examples)],
-                                  cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
-                                  stdin=subprocess.DEVNULL)   # input() in student code must not wait
-        except subprocess.TimeoutExpired:
-            return dict(base, status="timeout", message=f"timed out after {timeout:g} s (an infinite loop?)",
-                        seconds=time.perf_counter() - start)
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(MARKER)]
-    if not lines:
-        last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
-        result = dict(base, status="crashed",
-                      message=f"the check exited with code {proc.returncode} before reporting: {last}")
-    else:
-        result = json.loads(lines[-1][len(MARKER):])
-    result["seconds"] = time.perf_counter() - start
-    return result
+def pieces_needed(assignment) -> list:
+    """[module, qualname, source] of every target of the assignments ``assignment`` needs."""
+    return [[t.module, t.qualname, reference_source(t)] for a in needed(assignment) for t in a.targets]
 
 
-def require_copy(student_dir) -> None:
-    """FileNotFoundError unless ``student_dir`` holds a minitransformer/ package (else the
-    subprocess would silently grade the installed package instead)."""
-    if not (Path(student_dir) / "minitransformer" / "__init__.py").is_file():
-        raise FileNotFoundError(f"{student_dir}: no minitransformer/ package in it (export one with "
-                                "`homework export ... --out DIR`)")
+def _gone(assignment, e: ChildGone, seconds: float) -> dict:
+    status = "timeout" if e.reason == "timeout" else "crashed"
+    message = f"timed out after {seconds:.0f} s (an infinite loop?)" if str(e).startswith("timed out") else str(e)
+    return {"id": assignment.id, "max_score": assignment.points, "score": 0.0, "status": status,
+            "message": message, "rows": [], "seconds": seconds}
 
 
-def grade(student_dir, ids=(), *, timeout: float = 30.0, seed: int = 0, examples: int = 3,
-          jobs: int = 1, progress=None) -> list:
-    """Every selected assignment, in table order, ``jobs`` subprocesses at a time (each has
-    its own time limit); ``progress(result)`` is called after each, in table order."""
-    require_copy(student_dir)
-    assignments = select(ids)
-    results = []
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        for result in pool.map(lambda a: grade_one(student_dir, a, timeout=timeout, seed=seed,
-                                                   examples=examples), assignments):
+def grade_staged(copy_dir, assignments, *, limits: Limits = Limits(), seed: int = 0, examples: int = 3,
+                 progress=None) -> list:
+    """Results of ``assignments`` on a staged copy, in grading order."""
+    results, sandbox = [], None
+    budget_end = time.monotonic() + limits.budget
+    try:
+        for a in grading_order(assignments):
+            start = time.monotonic()
+            try:
+                if start >= budget_end:
+                    raise ChildGone("timeout", f"the submission's time budget ({limits.budget:g} s) is spent")
+                if sandbox is None:
+                    sandbox = Sandbox(copy_dir, limits)
+                sandbox.deadline = min(start + limits.timeout, budget_end)
+                if a.needs:
+                    sandbox.request("install", pieces=pieces_needed(a))
+                result = run(a.id, sandbox, seed=seed, examples=examples)
+                result["seconds"] = time.monotonic() - start
+            except ChildGone as e:
+                if sandbox is not None:
+                    sandbox.close()
+                sandbox = None
+                result = _gone(a, e, time.monotonic() - start)
             results.append(result)
             if progress:
                 progress(result)
+    finally:
+        if sandbox is not None:
+            sandbox.close()
     return results
+
+
+def grade(submission, ids=(), *, limits: Limits = Limits(), seed: int = 0, examples: int = 3,
+          progress=None, notes=None) -> list:
+    """Every selected assignment of a submission folder, in table order; ``notes`` (a list)
+    receives what of the submission was ignored."""
+    assignments = select(ids)
+    require_folder(submission)
+    copy_dir, ignored = stage(submission)
+    if notes is not None:
+        notes.extend(ignored)
+    try:
+        results = grade_staged(copy_dir, assignments, limits=limits, seed=seed, examples=examples,
+                               progress=progress)
+    finally:
+        shutil.rmtree(copy_dir, ignore_errors=True)
+    order = {a.id: i for i, a in enumerate(assignments)}
+    return sorted(results, key=lambda r: order[r["id"]])
+
+
+def require_folder(submission) -> None:
+    if not Path(submission).is_dir():
+        raise FileNotFoundError(f"{submission}: not a folder (a student's copy or the files they handed in)")
+

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+from pathlib import Path
 
 
 def _num(x) -> str:
@@ -27,6 +29,14 @@ def format_result(result: dict) -> str:
 HEADER = f"   {'tensor':<44} {'shape':<16} {'max abs':>9} {'rel err':>9}  verdict"
 
 
+def format_notes(notes: list, at_most: int = 8) -> str:
+    """What of the submission was ignored, a line each (the first ``at_most``)."""
+    lines = [f"ignored: {n}" for n in notes[:at_most]]
+    if len(notes) > at_most:
+        lines.append(f"ignored: ... and {len(notes) - at_most} more")
+    return "\n".join(lines)
+
+
 def summary(results: list) -> str:
     score = sum(r["score"] for r in results)
     total = sum(r["max_score"] for r in results)
@@ -37,15 +47,23 @@ def all_passed(results: list) -> bool:
     return all(r["status"] == "ok" and r["score"] == r["max_score"] for r in results)
 
 
-def gradescope(results: list) -> dict:
-    """{"score", "max_score", "tests": [{"name", "score", "max_score", "output"}]}."""
-    return {"score": round(sum(r["score"] for r in results), 2),
-            "max_score": sum(r["max_score"] for r in results),
-            "tests": [{"name": r["id"], "score": r["score"], "max_score": r["max_score"],
-                       "output": format_result(r)} for r in results]}
+def gradescope(results: list, notes=(), execution_time: float | None = None) -> dict:
+    """Gradescope's results.json: score, max_score, execution_time, output, visibility, tests."""
+    report = {"score": round(sum(r["score"] for r in results), 2),
+              "max_score": sum(r["max_score"] for r in results),
+              "output": format_notes(list(notes)), "visibility": "visible",
+              "tests": [{"name": r["id"], "score": r["score"], "max_score": r["max_score"],
+                         "output": format_result(r), "visibility": "visible"} for r in results]}
+    if execution_time is not None:
+        report["execution_time"] = round(execution_time, 2)
+    return report
 
 
-def write_gradescope(path, results: list) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(gradescope(results), f, indent=2)
+def write_gradescope(path, results: list, notes=(), execution_time: float | None = None) -> None:
+    """Written to a temporary name, then renamed: a reader never sees half a file."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(gradescope(results, notes, execution_time), f, indent=2)
         f.write("\n")
+    os.replace(tmp, path)

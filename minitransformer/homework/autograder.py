@@ -1,0 +1,101 @@
+"""Gradescope's autograder zip: setup.sh, run_autograder, this package as a wheel, the seed.
+
+    setup.sh        installs the wheel (no dependencies, no index) into source/grader-lib,
+                    NumPy when it is missing, and makes source/ readable by root only
+    run_autograder  grades $ROOT/submission with the instructor's seed and always leaves
+                    $ROOT/results/results.json, also after a crash or a timeout
+    grader.json     the assignments, the seed, the time limits
+
+Both scripts read ``AUTOGRADER_ROOT`` (default /autograder) and ``PYTHON`` (default
+python3), so a test runs them end to end in a temporary folder. The wheel is
+written here from the installed package's files (a zip with its dist-info), so
+building the zip needs neither a source checkout nor a build backend.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import stat
+import zipfile
+from pathlib import Path
+
+from .assignments import select
+from .export import PACKAGE_DIR
+
+VERSION = "0.0.0+grader"
+
+SETUP = """#!/usr/bin/env bash
+# Gradescope runs this once, as root, when the autograder image is built.
+set -euo pipefail
+ROOT="${AUTOGRADER_ROOT:-/autograder}"
+SRC="$ROOT/source"
+PY="${PYTHON:-python3}"
+"$PY" -c "import numpy" 2>/dev/null || "$PY" -m pip install --quiet numpy
+"$PY" -m pip install --quiet --no-deps --no-index --target "$SRC/grader-lib" "$SRC"/minitransformer-*.whl
+chmod -R go-rwx "$SRC"        # the reference and the seed: out of the student's process's reach
+"""
+
+RUN = """#!/usr/bin/env bash
+# Gradescope runs this per submission, as root. results.json is written whatever happens.
+ROOT="${AUTOGRADER_ROOT:-/autograder}"
+SRC="$ROOT/source"
+PY="${PYTHON:-python3}"
+RESULTS="$ROOT/results/results.json"
+mkdir -p "$ROOT/results"
+rm -f "$RESULTS"
+START=$(date +%s)
+read -r LIMIT TIMEOUT BUDGET IDS < <("$PY" -c "import json,sys; c=json.load(open(sys.argv[1])); print(c['limit'], c['timeout'], c['budget'], ' '.join(c['assignments']))" "$SRC/grader.json")
+timeout -k 10 "$LIMIT" "$PY" -I -c "import sys; sys.path.insert(0, sys.argv.pop(1)); from minitransformer.cli import main; sys.exit(main(sys.argv[1:]))" "$SRC/grader-lib" \\
+    homework check "$ROOT/submission" $IDS --seed-file "$SRC/grader.json" --timeout "$TIMEOUT" --budget "$BUDGET" \\
+    --json "$RESULTS" > "$ROOT/results/report.txt" 2>&1
+CODE=$?
+if [ ! -s "$RESULTS" ]; then
+  printf '{"score": 0, "execution_time": %d, "visibility": "visible", "output": "The grader stopped before it could report (exit code %d: %s). Ask your instructor.", "tests": []}\\n' \\
+    "$(( $(date +%s) - START ))" "$CODE" "$( [ "$CODE" = 124 ] && echo timeout || echo crash )" > "$RESULTS"
+fi
+exit 0
+"""
+
+
+def _record_hash(data: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def write_wheel(folder: Path, package_dir: Path = PACKAGE_DIR) -> Path:
+    """A pure-Python wheel of the package (py3-none-any) in ``folder``."""
+    dist = f"minitransformer-{VERSION}.dist-info"
+    files = {f"minitransformer/{p.relative_to(package_dir).as_posix()}": p.read_bytes()
+             for p in sorted(package_dir.rglob("*")) if p.is_file() and "__pycache__" not in p.parts
+             and p.suffix != ".pyc"}
+    files[f"{dist}/METADATA"] = (f"Metadata-Version: 2.1\nName: minitransformer\nVersion: {VERSION}\n"
+                                 "Requires-Dist: numpy\n").encode()
+    files[f"{dist}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: minitransformer-homework\n" \
+                             b"Root-Is-Purelib: true\nTag: py3-none-any\n"
+    record = "".join(f"{name},{_record_hash(data)},{len(data)}\n" for name, data in files.items())
+    files[f"{dist}/RECORD"] = (record + f"{dist}/RECORD,,\n").encode()
+    path = folder / f"minitransformer-{VERSION}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in files.items():
+            z.writestr(name, data)
+    return path
+
+
+def build(ids, out, *, seed: int, timeout: float = 20.0, budget: float = 300.0) -> Path:
+    """The zip Gradescope takes: setup.sh, run_autograder, the wheel, grader.json."""
+    assignments = select(ids)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    config = {"assignments": [a.id for a in assignments], "seed": seed, "timeout": timeout,
+              "budget": budget, "limit": int(budget + 120)}
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        wheel = write_wheel(Path(tmp))
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+            for name, text in (("setup.sh", SETUP), ("run_autograder", RUN)):
+                info = zipfile.ZipInfo(name)
+                info.external_attr = (stat.S_IFREG | 0o755) << 16
+                z.writestr(info, text)
+            z.writestr("grader.json", json.dumps(config, indent=2) + "\n")
+            z.write(wheel, wheel.name)
+    return out

@@ -1,0 +1,56 @@
+"""A whole class: every submission folder graded, one JSON each, one CSV gradebook.
+
+Submissions are graded ``jobs`` at a time, each in a worker process of this
+(trusted) installation that runs one child for the submission; a hanging
+submission costs its own time budget, once, and delays no other.
+"""
+from __future__ import annotations
+
+import csv
+import json
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from .assignments import select
+from .grade import grade
+from .report import gradescope
+from .sandbox import Limits
+
+
+def submissions_in(folder) -> list:
+    """The sub-folders of ``folder``, one per student, by name."""
+    return sorted(p for p in Path(folder).iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def _grade_one(args) -> tuple:
+    submission, ids, limits, seed = args
+    notes: list = []
+    try:
+        results = grade(submission, ids, limits=limits, seed=seed, notes=notes)
+    except Exception as e:                     # a folder we cannot stage: zero, said so
+        return submission.name, [], [f"could not grade: {type(e).__name__}: {e}"]
+    return submission.name, results, notes
+
+
+def grade_class(folder, ids=(), out="gradebook", *, jobs: int = 1, limits: Limits = Limits(),
+                seed: int = 0, progress=None) -> Path:
+    """Grade every submission in ``folder``; write out/<student>.json and out/gradebook.csv."""
+    assignments = select(ids)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    tasks = [(s, [a.id for a in assignments], limits, seed) for s in submissions_in(folder)]
+    rows = []
+    with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
+        for name, results, notes in pool.map(_grade_one, tasks):
+            report = gradescope(results, notes)
+            (out / f"{name}.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+            by_id = {r["id"]: r for r in results}
+            rows.append([name] + [by_id[a.id]["score"] if a.id in by_id else 0 for a in assignments]
+                        + [report["score"], "; ".join(notes)[:300]])
+            if progress:
+                progress(name, report)
+    with open(out / "gradebook.csv", "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["student"] + [a.id for a in assignments] + ["total", "notes"])
+        writer.writerows(rows)
+    return out / "gradebook.csv"

@@ -1,0 +1,294 @@
+"""The trusted side of the grader's channel: start the student's process, call into it, end it.
+
+``Sandbox(copy_dir, limits)`` starts ``python -I -S`` running homework/child.py
+with the student's copy on its path and nothing of this installation: its own
+session (process group), a fresh empty working folder, stdin from /dev/null,
+stdout and stderr into a capped file that is never parsed, and two pipes as the
+private channel. As root it runs as ``nobody``; everywhere an audit hook confines
+it (child.py). ``sandbox.function("functional.norm:layernorm_forward")`` is a
+callable that runs the student's function there on the arrays it is given and
+returns arrays (a cache or a Module comes back as a ``Handle``, to send back
+later). ``sandbox.module(...)`` wraps a Module living there in the interface
+gradcheck.check_module uses.
+
+Every call waits until ``sandbox.deadline`` (time.monotonic()); past it, or when
+the child dies, the whole process group is killed and ``ChildGone`` raised. An
+exception inside the student's code comes back as ``StudentError`` (its type,
+message and place; no traceback object crosses). On an OS without ``resource``,
+``setuid`` or ``select``, those limits are skipped, never the grading.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import child
+from .child import Handle, decode, encode, read_frame, write_frame
+
+CHILD_SOURCE = Path(child.__file__).read_text(encoding="utf-8")
+POSIX = os.name == "posix"
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout: float = 20.0        # seconds of wall time per assignment
+    budget: float = 120.0        # seconds per submission, all assignments together
+    memory_mb: int = 1024        # address space above what Python and NumPy took
+    output_cap: int = 1 << 16    # bytes of the child's printing that are kept
+
+
+class ChildGone(Exception):
+    """The child timed out, died, or broke the protocol; ``reason`` says which."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+class StudentError(Exception):
+    """An exception raised by the student's code: its type name, message and place."""
+
+    def __init__(self, info: dict):
+        self.type = str(info.get("type", "Exception"))
+        self.where = str(info.get("where", ""))
+        super().__init__(str(info.get("message", "")))
+
+
+def child_user():
+    """(uid, gid) of the user the child runs as: ``nobody`` when the grader is root, else None."""
+    if not POSIX or os.geteuid() != 0:
+        return None
+    import pwd
+    try:
+        entry = pwd.getpwnam("nobody")
+    except KeyError:
+        return None
+    return entry.pw_uid, entry.pw_gid
+
+
+def stdlib_modules() -> list:
+    """The standard library and NumPy modules loaded here: the child imports them before it drops its rights
+    (the library may sit where the unprivileged user cannot read, e.g. under /root)."""
+    names = getattr(sys, "stdlib_module_names", ())
+    loaded = {n for n in list(sys.modules) if (n.split(".")[0] in names and n != "__main__")
+              or (n.startswith("numpy.") and "._" not in n and "tests" not in n)}
+    return sorted(loaded | set(ALWAYS_PRELOADED))
+
+
+ALWAYS_PRELOADED = ("__future__", "abc", "collections", "contextlib", "copy", "dataclasses", "enum",
+                    "functools", "importlib", "importlib.util", "inspect", "itertools", "linecache", "math",
+                    "numbers", "operator", "re", "string", "textwrap", "traceback", "types", "typing",
+                    "warnings", "weakref", "numpy.random", "numpy.linalg", "numpy.fft",
+                    "numpy.lib.stride_tricks")
+
+
+class Sandbox:
+    def __init__(self, copy_dir, limits: Limits = Limits(), *, package: str = "minitransformer"):
+        self.limits, self.deadline, self.proc = limits, time.monotonic() + limits.timeout, None
+        self.private = Path(tempfile.mkdtemp(prefix="mt-grader-"))          # 0700: ours alone
+        self.cwd = Path(tempfile.mkdtemp(prefix="mt-child-"))
+        os.chmod(self.cwd, 0o755)                                            # readable, not writable
+        self.output = open(self.private / "output.txt", "w+b")
+        user = child_user()
+        config = {"student": str(Path(copy_dir).resolve()), "package": package,
+                  "numpy_site": str(Path(np.__file__).resolve().parents[1]), "preload": stdlib_modules(),
+                  "uid": user and user[0], "gid": user and user[1], "memory_mb": limits.memory_mb,
+                  "cpu_s": int(limits.budget) + 5, "output_cap": limits.output_cap}
+        env = {"PATH": os.defpath, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
+               "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg", "LANG": "C.UTF-8"}
+        if os.name == "nt":
+            env["SYSTEMROOT"] = os.environ.get("SYSTEMROOT", "")
+        self._start(config, env)
+
+    def _start(self, config, env) -> None:
+        argv = [sys.executable, "-I", "-S", "-c", CHILD_SOURCE]
+        if POSIX:
+            to_child, self._w = os.pipe()
+            self._r, from_child = os.pipe()
+            config["fds"] = [to_child, from_child]
+            self.proc = subprocess.Popen(argv + [json.dumps(config)], stdin=subprocess.DEVNULL,
+                                         stdout=self.output, stderr=self.output, cwd=self.cwd, env=env,
+                                         pass_fds=(to_child, from_child), start_new_session=True)
+            os.close(to_child)
+            os.close(from_child)
+        else:                          # no fd passing: the pipes are stdin/stdout, moved away at once
+            config["fds"] = [0, 1]
+            self.proc = subprocess.Popen(argv + [json.dumps(config)], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=self.output, cwd=self.cwd, env=env,
+                                         creationflags=getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0))
+            self._w, self._r = self.proc.stdin.fileno(), self.proc.stdout.fileno()
+        self._call_id = 0
+        header, _ = self._receive("ready")
+        self.pid = self.proc.pid
+
+    # ------------------------------------------------------------- the channel
+    def _wait_readable(self) -> None:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            self.kill()
+            raise ChildGone("timeout", "timed out (an infinite loop?)")
+        if POSIX:
+            import select
+            ready, _, _ = select.select([self._r], [], [], left)
+            if not ready:
+                self.kill()
+                raise ChildGone("timeout", "timed out (an infinite loop?)")
+
+    def _receive(self, expected_id):
+        timer = None
+        if not POSIX:
+            import threading
+            timer = threading.Timer(max(self.deadline - time.monotonic(), 0), self.kill)
+            timer.start()
+        try:
+            header, blobs = read_frame(self._r, self._wait_readable)
+        except (EOFError, OSError) as e:
+            code = self.kill()
+            if POSIX and code == -signal.SIGXCPU:
+                raise ChildGone("timeout", "used up its CPU time") from e
+            raise ChildGone("crashed", f"the student's process ended (exit code {code})") from e
+        except ValueError as e:
+            self.kill()
+            raise ChildGone("protocol", f"the student's process sent a malformed message: {e}") from e
+        finally:
+            if timer is not None:
+                timer.cancel()
+        if header.get("id") != expected_id:
+            self.kill()
+            raise ChildGone("protocol", "the student's process answered out of turn")
+        return header, blobs
+
+    def request(self, op: str, **params):
+        """Run one operation in the child; its value (arrays, numbers, Handles)."""
+        if self.proc is None or self.proc.poll() is not None:
+            raise ChildGone("crashed", "the student's process is not running")
+        self._call_id += 1
+        call_id = f"{self._call_id}-{os.urandom(6).hex()}"
+        blobs: list = []
+        tree = encode(params, blobs, _refuse)
+        try:
+            write_frame(self._w, {"id": call_id, "op": op, "params": tree}, blobs)
+        except OSError as e:
+            self.kill()
+            raise ChildGone("crashed", "the student's process closed its channel") from e
+        header, blobs = self._receive(call_id)
+        try:
+            if "error" in header:
+                raise StudentError(header["error"] if isinstance(header["error"], dict) else {})
+            return decode(header.get("value"), blobs, Handle)
+        except ValueError as e:
+            self.kill()
+            raise ChildGone("protocol", f"the student's process sent a malformed value: {e}") from e
+
+    def function(self, target: str):
+        def remote(*args, **kwargs):
+            return self.request("call", target=target, args=list(args), kwargs=kwargs)
+        remote.__name__ = remote.__qualname__ = target.split(":")[1].split(".")[-1]
+        return remote
+
+    def module(self, target: str, *args, **kwargs) -> "RemoteModule":
+        return RemoteModule(self, self.request("call", target=target, args=list(args), kwargs=kwargs))
+
+    # ------------------------------------------------------------- the end
+    def output_tail(self, n: int = 400) -> str:
+        """The last ``n`` characters the child printed (for the instructor; never parsed)."""
+        try:
+            self.output.seek(0)
+            return self.output.read()[-n:].decode("utf-8", "replace")
+        except (OSError, ValueError):
+            return ""
+
+    def kill(self):
+        """Kill the child's whole process group; its exit code (negative: the signal)."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None or POSIX:
+            try:
+                if POSIX:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                else:
+                    self.proc.kill()
+            except (ProcessLookupError, PermissionError, OSError):
+                pass
+        try:
+            code = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            code = None
+        for fd in (self._r, self._w) if POSIX else ():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._r = self._w = -1
+        return code
+
+    def close(self) -> None:
+        self.kill()
+        self.output.close()
+        shutil.rmtree(self.private, ignore_errors=True)
+        shutil.rmtree(self.cwd, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _refuse(obj):
+    raise TypeError(f"the grader cannot send a {type(obj).__name__} to the student's process")
+
+
+class RemoteModule:
+    """A Module in the child, as gradcheck.check_module sees one: the parameters are kept here
+    (check_module perturbs them in place) and sent before every forward."""
+
+    def __init__(self, sandbox: Sandbox, handle: Handle):
+        if not isinstance(handle, Handle):
+            raise StudentError({"type": "TypeError", "message": "the constructor did not return an object"})
+        self.sandbox, self.handle = sandbox, handle
+        params = sandbox.request("params", handle=handle)
+        if not isinstance(params, dict) or not all(isinstance(v, np.ndarray) for v in params.values()):
+            raise StudentError({"type": "TypeError", "message": "the module's params are not arrays"})
+        self.params = {k: np.array(v, dtype=np.float64) for k, v in params.items()}
+        self.grads = {k: np.zeros_like(v) for k, v in self.params.items()}
+
+    def _grads(self) -> dict:
+        grads = self.sandbox.request("grads", handle=self.handle)
+        if not isinstance(grads, dict) or not all(isinstance(v, np.ndarray) for v in grads.values()):
+            raise StudentError({"type": "TypeError", "message": "the module's grads are not arrays"})
+        return grads
+
+    def load_state_dict(self, state: dict) -> None:
+        for k in self.params:
+            self.params[k][...] = state[k]
+
+    def forward(self, *inputs):
+        self.sandbox.request("set_params", handle=self.handle, params=self.params)
+        return self.sandbox.request("method", handle=self.handle, name="forward", args=list(inputs))
+
+    def backward(self, dout):
+        dx = self.sandbox.request("method", handle=self.handle, name="backward", args=[dout])
+        self.grads = self._grads()
+        return dx
+
+    def zero_grad(self) -> None:
+        self.sandbox.request("method", handle=self.handle, name="zero_grad")
+        self.grads = {k: np.zeros_like(v) for k, v in self.params.items()}
+
+    def parameters(self):
+        for name, p in self.params.items():
+            yield name, p, self.grads.get(name)
+
+    def named_modules(self):
+        return []
