@@ -139,7 +139,7 @@ def _pick(fn, key, tensor="dx"):
 
 def _softmax_wrong_axis(inp):
     x = _x(inp)
-    return {"out": _softmax(x, axis=-2)} if x.ndim >= 2 and x.shape[-2] > 1 else {}
+    return {"out": _softmax(x, axis=-2)} if x.ndim >= 2 else {}
 
 
 def _log_softmax_variants(inp):

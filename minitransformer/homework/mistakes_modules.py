@@ -203,6 +203,4 @@ MODULES = (
     Mistake("block", "DecoderBlock", "block-gradient-never-accumulated", _PARAMS,
             "this parameter's gradient stays 0: it is never accumulated into grads (self._accumulate(name, g))",
             match=_never_accumulated),
-    Mistake("block", "DecoderBlock", "block-gradient-doubled", _PARAMS,
-            "twice the expected gradient: it is accumulated twice", match=_doubled),
 )
