@@ -4,24 +4,30 @@ Runs the public checker (minitransformer/gradcheck) in float64 on each layer wit
 inputs and a random upstream gradient, prints one table per layer, and exits 1 if
 any tensor is NOT OK. The same calls are how a student checks their own layer.
 
-    python -m minitransformer gradcheck FILE.py:FORWARD:BACKWARD
+    python -m minitransformer gradcheck FILE.py:FORWARD:BACKWARD [--shapes "x=2,3,4;W=4,5"]
 
-checks a student's own pair instead: the inputs come from FORWARD's signature (the
-first parameter is a (B, T, C) = (2, 3, 4) float64 array, one named W is (C, C), the
-other required ones (C,) vectors; see homework/ownpair.py). When FORWARD has the name of a
-homework function (layernorm_forward, ...), the reference runs too and wrong tensors
-get a diagnosis.
+checks a student's own pair instead (homework/ownpair.py): a file inside the
+student's package copy is imported as its package module; a homework function's name
+(layernorm_forward, attention_forward ...) draws the grader's inputs and compares with
+the reference, each wrong tensor with a diagnosis; other names draw inputs from the
+signature or from --shapes. A target that cannot be checked is one line, exit 2.
 """
 from __future__ import annotations
 
+import sys
+
 from ..gradcheck.suite import layer_checks
-from ..homework.ownpair import check_file
+from ..homework.ownpair import TargetError, check_file, parse_shapes
 from ..homework.report import HEADER, format_result
 from ..validate import cli_integer
 
 
-def _run_target(target: str, seed: int) -> int:
-    rows, has_reference = check_file(target, seed)
+def _run_target(target: str, seed: int, shapes: str | None) -> int:
+    try:
+        rows, has_reference = check_file(target, seed, parse_shapes(shapes) if shapes else None)
+    except TargetError as e:
+        print(f"gradcheck: {e}", file=sys.stderr)
+        return 2
     ok = all(r.ok for r in rows)
     print(HEADER)
     print(format_result({"id": target, "score": sum(r.ok for r in rows), "max_score": len(rows),
@@ -33,7 +39,10 @@ def _run_target(target: str, seed: int) -> int:
 
 def run_gradcheck(args) -> int:
     if getattr(args, "target", None):
-        return _run_target(args.target, args.seed)
+        return _run_target(args.target, args.seed, getattr(args, "shapes", None))
+    if getattr(args, "shapes", None):
+        print("gradcheck: --shapes needs a target FILE.py:FORWARD:BACKWARD", file=sys.stderr)
+        return 2
     failed = []
     for name, thunk in layer_checks(args.seed):
         result = thunk()
@@ -49,3 +58,6 @@ def add_gradcheck_arguments(p) -> None:
     p.add_argument("target", nargs="?", metavar="FILE.py:FORWARD:BACKWARD",
                    help="check your own pair from a file (default: every layer of the package)")
     p.add_argument("--seed", type=cli_integer(0), default=0, help="seed of the random inputs (default: 0)")
+    p.add_argument("--shapes", metavar="NAME=D1,D2;...",
+                   help='shapes of the forward\'s array inputs, e.g. "x=2,3,4;W=4,5" (default: from the '
+                        "function's name and signature)")

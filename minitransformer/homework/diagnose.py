@@ -7,7 +7,8 @@ error, relative error, OK / NOT OK, and a diagnosis. The diagnoses, tried in ord
     NaN / inf present
     transposed            student ≈ ref.T (2-D) or ref.swapaxes(-1, -2)
     off by a factor c     c = <s, r> / <r, r>; 2, 1/2, -1 (wrong sign), and the factors the
-                          drawer names (1/√D with D = 8, N_kept/N, ...)
+                          drawer names (1/√D with D = 8, N_kept/N, ...); a scalar that means
+                          nothing (0.999) is not called a factor: no diagnosis from here
     summed over an axis   student constant along an axis where ref is not, and ≈ its sum/mean
     masked positions      correct except where the drawer marks masked / ignored entries
 """
@@ -112,7 +113,7 @@ def _factor(s, r, factors) -> str:
     for label, (value, hint) in known.items():
         if value and abs(c / value - 1) < 1e-6:
             return f"off by a factor {c:.3g} (≈ {label}{': ' + hint if hint else ''})"
-    return f"off by a factor {c:.3g}"
+    return ""                              # a scale that means nothing explains nothing
 
 
 def _summed_axis(s, r) -> str:

@@ -1,88 +1,251 @@
 """Check a student's own forward/backward pair from a file: ``FILE.py:FORWARD:BACKWARD``.
 
-The inputs are drawn from the forward's signature, in float64 with a seeded generator:
+Loading. A file inside a package (a folder with ``__init__.py``, up to the top one:
+the student's ``minitransformer/`` copy) is imported as the package module it is,
+so its relative imports work; the top package is loaded from that folder under a
+private name when another package of its name is imported already (the installed
+reference). A lone file is loaded by itself.
 
-    the first parameter without a default   x, shape (B, T, C) = (2, 3, 4)
-    a parameter named W                     (C, C)
-    every other parameter without default   a (C,) vector (gamma, beta, b, ...)
-    parameters with a default               keep it
+Inputs. When FORWARD has the name of a function in the assignment table
+(``layernorm_forward``, ``attention_forward`` ...), its graded main case draws the
+inputs (homework/cases.py: ranks, masks, options as the grader draws them), the
+reference runs on the same inputs, and each wrong tensor gets a diagnosis
+(homework/mistakes.py). Otherwise the inputs come from FORWARD's signature, by name:
 
-The numerical gradient check (gradcheck.check_pair) always runs. When FORWARD has
-the name of a function in the assignment table (``layernorm_forward``, ...), the
-reference implementation runs on the same inputs too, and each wrong tensor gets a
-diagnosis (homework/diagnose.py); without one there is only the numerical table.
+    q, k, v                  (B, H, T, D) = (2, 2, 3, 4)
+    mask                     (T, T) bool, causal
+    x and other first ones   (B, T, C) = (2, 3, 4)
+    W                        (C, C)
+    other required ones      (C,) vectors (gamma, beta, b, ...)
+    parameters with a default keep it
+
+or from ``--shapes name=2,3,4;W=4,5`` (float64 arrays of those shapes). The numerical
+gradient check (gradcheck.check_pair) always runs.
+
+Every target that cannot be checked (no such file, no colon, a missing or
+non-callable name, a syntax error, a backward that does not take (dout, cache) ...)
+raises ``TargetError`` with one line that says what is wrong.
 """
 from __future__ import annotations
 
 import importlib
 import importlib.util
 import inspect
+import sys
+import traceback
 from pathlib import Path
 
 import numpy as np
 
 from ..gradcheck import check_pair
-from .assignments import ASSIGNMENTS
+from .cases import CASES, run_pair, trial_inputs
+from .checks import Case, resolve
 from .diagnose import Row, compare
+from .mistakes import diagnose_all
 
-SHAPE = (2, 3, 4)   # (B, T, C)
+B, H, T, C = 2, 2, 3, 4
+USAGE = "expected FILE.py:FORWARD:BACKWARD, e.g. mine.py:layernorm_forward:layernorm_backward"
+
+
+class TargetError(ValueError):
+    """A target that cannot be checked; the message is one line."""
+
+
+# ------------------------------------------------------------------ the target
+def parse_target(target: str) -> tuple[Path, str, str]:
+    parts = target.rsplit(":", 2)
+    if len(parts) != 3 or not all(parts):
+        raise TargetError(f"{target!r}: {USAGE}")
+    path, forward, backward = Path(parts[0]), parts[1], parts[2]
+    if not path.exists():
+        raise TargetError(f"{path}: no such file")
+    if path.is_dir() or path.suffix != ".py":
+        raise TargetError(f"{path}: not a Python file (.py); {USAGE}")
+    for name in (forward, backward):
+        if not name.isidentifier():
+            raise TargetError(f"{name!r} is not a Python name; {USAGE}")
+    return path, forward, backward
+
+
+def _package_root(path: Path):
+    """(the top package folder, dotted module name) when ``path`` sits inside a package, else None."""
+    parts, folder = [path.stem], path.resolve().parent
+    top = None
+    while (folder / "__init__.py").is_file():
+        top = folder
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    if top is None:
+        return None
+    if parts[-1] == "__init__":
+        parts.pop()
+    return top, ".".join(parts)
+
+
+def load_module(path: Path):
+    """The module of ``path``, imported as its package's module when it has one."""
+    try:
+        found = _package_root(path)
+        if found is None:
+            spec = importlib.util.spec_from_file_location(path.stem, path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return module
+        top, dotted = found
+        return importlib.import_module(_import_name(top, dotted))
+    except SyntaxError as e:
+        raise TargetError(f"{e.filename or path}:{e.lineno}: syntax error: {e.msg}") from None
+    except Exception as e:            # noqa: BLE001 - anything the student's module raises on import
+        raise TargetError(f"{path}: importing it raised {_one_line(e)}") from None
+
+
+def _import_name(top: Path, dotted: str) -> str:
+    """``dotted``, or the same module under a private top name when a package of that name
+    from another folder is imported already."""
+    name = top.name
+    loaded = sys.modules.get(name)
+    if loaded is None:
+        sys.path.insert(0, str(top.parent))
+        return dotted
+    if Path(getattr(loaded, "__file__", "") or "").resolve().parent == top:
+        return dotted
+    private = f"_gradcheck_{name}"
+    if private not in sys.modules:
+        spec = importlib.util.spec_from_file_location(private, top / "__init__.py",
+                                                      submodule_search_locations=[str(top)])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[private] = module
+        spec.loader.exec_module(module)
+    return private + dotted[len(name):]
+
+
+def _function(module, name: str, path: Path, role: str):
+    if not hasattr(module, name):
+        defined = sorted(n for n, v in vars(module).items()
+                         if inspect.isfunction(v) and v.__module__ == module.__name__)
+        raise TargetError(f"{path}: no {role} named {name!r} (functions defined there: "
+                          f"{', '.join(defined) or 'none'})")
+    fn = getattr(module, name)
+    if not callable(fn):
+        raise TargetError(f"{path}: {name!r} is not a function (it is a {type(fn).__name__})")
+    return fn
+
+
+def _check_arity(forward, backward, path) -> None:
+    try:
+        fwd, bwd = inspect.signature(forward), inspect.signature(backward)
+    except (TypeError, ValueError):
+        return
+    if not fwd.parameters:
+        raise TargetError(f"{path}: {forward.__name__}() takes no arguments: a forward takes its inputs")
+    try:
+        bwd.bind(None, None)
+    except TypeError:
+        raise TargetError(f"{path}: {backward.__name__}{bwd} must take (dout, cache): the upstream "
+                          "gradient and what the forward returned second") from None
 
 
 def load_pair(target: str):
-    """(forward, backward) from ``FILE.py:FORWARD:BACKWARD``."""
-    path, forward, backward = target.rsplit(":", 2)
-    spec = importlib.util.spec_from_file_location(Path(path).stem, path)
-    if spec is None:
-        raise FileNotFoundError(f"{path}: not a Python file")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, forward), getattr(module, backward)
+    """(forward, backward) from ``FILE.py:FORWARD:BACKWARD``; TargetError when it cannot be."""
+    path, forward_name, backward_name = parse_target(target)
+    module = load_module(path)
+    forward = _function(module, forward_name, path, "forward")
+    backward = _function(module, backward_name, path, "backward")
+    _check_arity(forward, backward, path)
+    return forward, backward
 
 
-def draw_inputs(forward, seed: int) -> dict:
-    rng = np.random.default_rng(seed)
-    C = SHAPE[-1]
-    inputs = {}
-    for i, (name, p) in enumerate(inspect.signature(forward).parameters.items()):
-        if p.default is not inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            continue
-        shape = SHAPE if not inputs else (C, C) if name == "W" else (C,)
-        inputs[name] = rng.standard_normal(shape)
-    return inputs
+# ------------------------------------------------------------------ the inputs
+def parse_shapes(text: str) -> dict:
+    """"x=2,3,4;W=4,5" -> {"x": (2, 3, 4), "W": (4, 5)}; TargetError on a malformed one."""
+    shapes = {}
+    for item in filter(None, (s.strip() for s in text.split(";"))):
+        name, _, dims = item.partition("=")
+        try:
+            shape = tuple(int(d) for d in dims.split(",") if d.strip())
+        except ValueError:
+            shape = None
+        if not name.strip().isidentifier() or not shape or min(shape) < 1:
+            raise TargetError(f"--shapes: expected NAME=D1,D2,...;NAME=... with positive sizes, got {item!r}")
+        shapes[name.strip()] = shape
+    return shapes
 
 
-def reference_pair(forward_name: str):
-    """The table's (forward, backward) whose forward has this name, or None."""
-    package = __name__.split(".")[0]
-    for a in ASSIGNMENTS:
-        for c in a.checks:
-            if c.checker == "pair" and c.forward.split(":")[1] == forward_name:
-                module = importlib.import_module(f"{package}.{c.forward.split(':')[0]}")
-                return getattr(module, forward_name), getattr(module, c.backward.split(":")[1])
+def graded_case(forward_name: str):
+    """The graded main case of the pair whose forward has this name, or None."""
+    for graded in (g for cases in CASES.values() for g in cases):
+        if graded.check.backward and graded.check.forward.split(":")[1] == forward_name \
+                and graded.dtype == "float64":
+            return graded
     return None
 
 
-def check_file(target: str, seed: int = 0) -> tuple[list, bool]:
+def draw_inputs(forward, seed: int, shapes=None) -> Case:
+    """Inputs from the signature (or ``shapes``), float64, seeded."""
+    rng = np.random.default_rng(seed)
+    inputs = {}
+    for name, p in inspect.signature(forward).parameters.items():
+        if shapes:
+            if name in shapes:
+                inputs[name] = rng.standard_normal(shapes[name])
+            continue
+        if p.default is not inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if name in ("q", "k", "v"):
+            inputs[name] = rng.standard_normal((B, H, T, C))
+        elif name == "mask":
+            inputs[name] = np.tril(np.ones((T, T), bool))
+        else:
+            inputs[name] = rng.standard_normal((B, T, C) if not inputs else (C, C) if name == "W" else (C,))
+    if shapes:
+        unknown = set(shapes) - set(inputs)
+        if unknown:
+            raise TargetError(f"--shapes: {forward.__name__} has no parameter {', '.join(sorted(unknown))}")
+    return Case(inputs, wrt=tuple(k for k, v in inputs.items() if v.dtype.kind == "f"))
+
+
+# ------------------------------------------------------------------ the check
+def check_file(target: str, seed: int = 0, shapes=None) -> tuple[list, bool]:
     """(rows, whether a reference was found) for the student's pair in ``target``."""
     forward, backward = load_pair(target)
-    inputs = draw_inputs(forward, seed)
+    graded = None if shapes else graded_case(forward.__name__)
+    case = graded.draw(np.random.default_rng(seed)) if graded else draw_inputs(forward, seed, shapes)
     rows = []
-    ref = reference_pair(forward.__name__)
-    if ref is not None:
-        r_out, r_cache = ref[0](**{k: v.copy() for k, v in inputs.items()})
-        g = np.random.default_rng([seed, 7]).standard_normal(np.shape(r_out))
-        r_grads = _tuple(ref[1](g.copy(), r_cache))
-        s_out, s_cache = forward(**{k: v.copy() for k, v in inputs.items()})
-        rows.append(compare("out", s_out, r_out))
-        s_grads = _tuple(backward(g.copy(), s_cache))
-        for i, name in enumerate(inputs):
-            if i < len(r_grads) and r_grads[i] is not None:
-                rows.append(compare(f"d{name}", s_grads[i] if i < len(s_grads) else None, r_grads[i],
-                                    factors={"C": (4.0, "a sum where a mean belongs?")}))
-    num = check_pair(forward, backward, inputs, seed=seed)
+    try:
+        if graded is not None:
+            rows += _compared(graded, case, forward, backward, seed)
+        num = check_pair(forward, backward, {k: v.copy() for k, v in case.inputs.items()},
+                         kwargs=case.kwargs, wrt=case.wrt or None, seed=seed)
+    except TargetError:
+        raise
+    except Exception as e:            # noqa: BLE001 - the student's code raised: one line, where
+        raise TargetError(f"running the pair raised {_one_line(e)}") from None
     rows += [Row(f"numerical d{r.name}", str(r.shape), r.max_abs_error, r.rel_error, r.ok) for r in num.rows]
-    return rows, ref is not None
+    return rows, graded is not None
 
 
-def _tuple(x):
-    return x if isinstance(x, tuple) else (x,)
+def _compared(graded, case, forward, backward, seed) -> list:
+    package = __name__.split(".")[0]
+    ref, g = run_pair(case, resolve(package, graded.check.forward), resolve(package, graded.check.backward),
+                      seed=seed)
+    result = forward(**{k: np.array(v, copy=True) for k, v in case.inputs.items()}, **case.kwargs)
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise TargetError(f"{forward.__name__} must return (out, cache), got {type(result).__name__}")
+    student, _ = run_pair(case, forward, backward, g=g)
+    stem = graded.check.forward.split(":")[1].removesuffix("_forward")
+    messages = diagnose_all(graded.assignment, trial_inputs(graded, case, g), student, ref, function=stem)
+    rows = []
+    for tensor, r in ref.items():
+        if r is None:
+            continue
+        row = compare(tensor, student.get(tensor), r)
+        row.diagnosis = messages.get(tensor, row.diagnosis) if not row.ok else ""
+        rows.append(row)
+    return rows
+
+
+def _one_line(e: BaseException) -> str:
+    frames = traceback.extract_tb(e.__traceback__)
+    where = f" (at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name})" if frames else ""
+    text = str(e).splitlines()[0] if str(e) else ""
+    return f"{type(e).__name__}: {text}{where}"

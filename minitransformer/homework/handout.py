@@ -1,0 +1,119 @@
+"""The student's page for one assignment (the export writes it into HOMEWORK.md).
+
+    page(assignment_id) -> markdown
+
+What to implement, what it needs, the cache fields and their meaning (read from
+the reference's cache NamedTuples and their comments), the tolerance, what is
+graded and what is not, the rubric (homework/rubric.py), how to check locally, what
+to hand in, and how to train the model with your own code. No performance notes:
+the student reads the math.
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+
+from .assignments import BY_ID
+from .cases import CASES, FLOAT32_TOL, FLOAT64_TOL
+from .rubric import render
+
+# the other assignments whose functions an assignment's code calls (the grader swaps in the
+# reference for them, so a bug there costs nothing here; locally they must work)
+PREREQUISITES = {
+    "attention": ("softmax", "dropout"),
+    "cross_entropy": (),
+    "mha": ("linear", "causal_mask", "attention", "rope"),
+    "block": ("mha", "layernorm", "rmsnorm", "gelu", "dropout", "linear"),
+}
+
+OPTIONAL = {
+    "attention": "The paragraphs on scale safety and on the blocked form explain the reference; they are not graded.",
+}
+
+
+def _package():
+    return __name__.split(".")[0]
+
+
+def cache_fields(assignment_id: str) -> list:
+    """[(CacheClass, field, comment)] of the NamedTuple caches defined in the assignment's modules."""
+    rows, seen = [], set()
+    for target in BY_ID[assignment_id].targets:
+        module = importlib.import_module(f"{_package()}.{target.module}")
+        stem = target.qualname.removesuffix("_forward").removesuffix("_backward").replace("_", "").lower()
+        for name, cls in vars(module).items():
+            if name in seen or not (inspect.isclass(cls) and name.endswith("Cache")
+                                    and hasattr(cls, "_fields") and cls.__module__ == module.__name__):
+                continue
+            if "." not in target.qualname and name[:-len("Cache")].lower() != stem:
+                continue                  # another pair's cache in the same file (RMSNorm beside LayerNorm)
+            seen.add(name)
+            comments = _field_comments(cls)
+            rows += [(name, f, comments.get(f, "")) for f in cls._fields]
+    return rows
+
+
+def _field_comments(cls) -> dict:
+    try:
+        source = inspect.getsource(cls)
+    except (OSError, TypeError):
+        return {}
+    found = {}
+    for line in source.splitlines():
+        m = re.match(r"\s+(\w+)\s*:\s*[^#=]+(?:=[^#]*)?#\s*(.*)", line)
+        if m:
+            found[m.group(1)] = m.group(2).strip()
+    return found
+
+
+def _files(assignment_id: str) -> list:
+    return sorted({f"minitransformer/{t.module.replace('.', '/')}.py" for t in BY_ID[assignment_id].targets})
+
+
+def page(assignment_id: str) -> str:
+    a = BY_ID[assignment_id]
+    cases = CASES[assignment_id]
+    lines = [f"## `{a.id}`: {a.title} ({a.points} points)", "",
+             f"Lecture: `{a.lecture}`.", "", "### What to implement", ""]
+    lines += [f"- `{t.module}.{t.qualname}` in `minitransformer/{t.module.replace('.', '/')}.py`: its docstring "
+              "states the equation, the shapes and the conventions; the graded cases below draw every one."
+              for t in a.targets]
+    needs = PREREQUISITES.get(a.id, ())
+    lines += ["", "### Prerequisites", "",
+              ("Your code calls " + ", ".join(f"`{n}`" for n in needs) + ": the grader uses the reference for "
+               "them (a bug there costs nothing here), but to run and train locally they must work.")
+              if needs else "None: this assignment stands alone."]
+    fields = cache_fields(a.id)
+    if fields:
+        lines += ["", "### The cache", "", "The forward returns `(out, cache)`; the backward receives that cache. "
+                  "Its fields (you may store what you like, but these are what the backward needs):", "",
+                  "| cache | field | meaning |", "|---|---|---|"]
+        lines += [f"| `{c}` | `{f}` | {m} |" for c, f, m in fields]
+    lines += ["", "### Graded cases", ""]
+    lines += [f"- {c.name}" + (" (float32: every result must stay float32)" if c.dtype == "float32" else "")
+              for c in cases]
+    masked = " A row with nothing to attend gives 0, never NaN." if a.id in ("softmax", "attention", "mha") else ""
+    lines += ["", "Also checked in every case: no input and no upstream gradient is modified (work on new "
+              "arrays)." + masked,
+              "", f"Tolerance: relative error {FLOAT64_TOL:g} in float64 ({FLOAT32_TOL:g} in float32), "
+              "max |yours - reference| / max(|yours|, |reference|) per tensor. A correct float64 result is "
+              "about 1e-12 off; a bug is off by 1e-2 or more."]
+    if a.id in OPTIONAL:
+        lines += ["", OPTIONAL[a.id]]
+    lines += ["", "### Rubric", "", render(a.id)]
+    lines += ["", "### Check it locally", "",
+              f"    python -m minitransformer homework check . {a.id}", "",
+              "runs the same cases as the grader (with a public seed) and prints, per tensor, the error and a "
+              "diagnosis that names the mistake when it recognises one. For one pair of your own:", "",
+              "    python -m minitransformer gradcheck FILE.py:FORWARD:BACKWARD", "",
+              "### What to hand in", "",
+              "The file(s) you edited, nothing else: " + ", ".join(f"`{f}`" for f in _files(a.id)) +
+              ". Only the bodies of the functions above are graded; everything else is taken from the original.",
+              "", "### Train with your own code", "",
+              "    python -m minitransformer train --steps 300", "",
+              "trains the small GPT with your functions (the copy has no other implementation of them). "
+              "A falling loss proves nothing: a model still learns with a wrong gradient that points roughly "
+              "downhill (with a LayerNorm dx missing a term, the loss fell almost as far as with the right one). "
+              "Only the comparison with the reference and the numerical check say your gradient is right."]
+    return "\n".join(lines)

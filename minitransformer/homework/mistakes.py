@@ -1,0 +1,213 @@
+"""Tell the student what is wrong: a catalogue of common mistakes, recognised from the numbers.
+
+Each ``Mistake`` is a named variant of the reference: what a known wrong line
+computes on the very inputs the student's code ran on (a term of a backward left
+out, a sign flipped, 1/√D missing, V - 1 classes for V, fancy-index ``+=`` for a
+scatter-add, a Module path's gradient dropped ...). A wrong tensor that matches a
+variant (relative error <= the tolerance) gets that mistake's message, which says
+what to look at. The catalogue lives in homework/mistakes_functional.py (the
+functional pairs) and homework/mistakes_modules.py (the Module backwards); every
+entry has a test with a bug planted by hand (tests/test_mistakes.py).
+
+Parent side only: nothing here runs student code. The grader calls
+
+    diagnose_all(assignment_id, inputs, student, reference, function=...)
+        inputs     the forward's arguments by name (arrays and options) plus
+                   "upstream", the gradient given to backward; a Module case also
+                   "build" (a function returning the reference Module with the
+                   case's weights) and "forward_inputs" (cases.trial_inputs makes it)
+        student    tensor name -> the student's array (None when not returned)
+        reference  tensor name -> the reference's array
+        -> {tensor: message} for each wrong tensor (message "" when nothing is recognised)
+
+and, for the promises that are not a value:
+
+    dtype_message(tensor, student, expected_dtype)     float32 in, float32 out
+    mutation_message(argument, before, after)          inputs and upstream unchanged
+    nan_message(tensor, student, reference)            0, never NaN, where nothing is attended
+
+A scalar is called a factor only when it means something (1/√D, 2, -1, (V-1)/V):
+homework/diagnose.py names only those.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .diagnose import compare, errors
+
+MATCH_TOL = {np.dtype(np.float64): 1e-7, np.dtype(np.float32): 1e-4}
+
+
+@dataclass(frozen=True)
+class Mistake:
+    assignment: str
+    function: str                # the function or Module it belongs to: "softmax", "MultiHeadAttention"
+    name: str                    # a short id, unique: "softmax-no-y-in-sum"
+    tensors: tuple               # the tensors it shows in ("dx", "dW_qkv", ...)
+    message: str                 # what the student should look at
+    variant: Callable | None = None   # inputs -> {tensor: what the mistake computes}, None if not applicable
+    match: Callable | None = None     # (inputs, tensor, student, reference) -> bool, for non-value mistakes
+
+
+def catalogue() -> tuple:
+    """Every Mistake, in the order they are tried."""
+    from .mistakes_functional import FUNCTIONAL
+    from .mistakes_modules import MODULES
+    return FUNCTIONAL + MODULES
+
+
+def entries(assignment_id: str, function: str | None = None) -> tuple:
+    return tuple(m for m in catalogue() if m.assignment == assignment_id
+                 and (function is None or m.function == function))
+
+
+def _tol(student) -> float:
+    return MATCH_TOL.get(np.asarray(student).dtype, 1e-7)
+
+
+def _matches(student, candidate, reference, tol) -> bool:
+    """student ≈ candidate, and candidate is not the reference itself on these inputs."""
+    if candidate is None or student is None:
+        return False
+    s, c, r = (np.asarray(a, dtype=np.float64) for a in (student, candidate, reference))
+    if s.shape != c.shape or not np.all(np.isfinite(s)) or not np.all(np.isfinite(c)):
+        return False
+    if c.shape == r.shape and errors(c, r)[1] <= 10 * tol:
+        return False                     # the variant does not differ here: it explains nothing
+    return errors(s, c)[1] <= tol
+
+
+def _variants(mistake, inputs, cache: dict):
+    if mistake.name not in cache:
+        try:
+            cache[mistake.name] = mistake.variant(inputs) or {}
+        except (KeyError, ValueError, TypeError, IndexError, ZeroDivisionError, FloatingPointError):
+            cache[mistake.name] = {}     # not applicable to this case (no bias, no memory, ...)
+    return cache[mistake.name]
+
+
+def recognise(assignment_id, tensor, inputs, student, reference, *, function=None, cache=None,
+              others=None):
+    """The first catalogue Mistake that explains the student's ``tensor``, or None.
+
+    ``others``: {name: (student, reference)} of the other tensors of the same call. A
+    mistake must agree with them too: "dropout unscaled in forward and backward" does not
+    explain a dx when the student's forward output is right.
+    """
+    cache = {} if cache is None else cache
+    tol = _tol(reference if student is None else student)
+    for mistake in entries(assignment_id, function):
+        if not any(_fits(tensor, t) for t in mistake.tensors):
+            continue
+        if mistake.match is not None:
+            try:
+                if mistake.match(inputs, tensor, student, reference):
+                    return mistake
+            except (KeyError, ValueError, TypeError, IndexError):
+                pass
+            continue
+        variants = _variants(mistake, inputs, cache)
+        if _matches(student, variants.get(tensor), reference, tol) and \
+                _consistent(variants, others or {}, tol):
+            return mistake
+    return None
+
+
+def _consistent(variants: dict, others: dict, tol: float) -> bool:
+    """Every other tensor the variant changes is changed the same way by the student."""
+    for name, (s, r) in others.items():
+        v = variants.get(name)
+        if v is None or r is None or s is None or np.shape(v) != np.shape(r):
+            continue
+        if errors(np.asarray(v, np.float64), np.asarray(r, np.float64))[1] <= 10 * tol:
+            continue                      # the variant leaves this tensor as it is
+        if not _matches(s, v, r, max(tol, _tol(s))):
+            return False
+    return True
+
+
+def _compare_tol(student, reference) -> float:
+    """1e-7 for float64, 1e-4 when either side is float32 (its ~7 digits)."""
+    dtypes = {np.asarray(a).dtype for a in (student, reference) if a is not None}
+    return MATCH_TOL[np.dtype(np.float32)] if np.dtype(np.float32) in dtypes else MATCH_TOL[np.dtype(np.float64)]
+
+
+def _fits(tensor: str, pattern: str) -> bool:
+    from fnmatch import fnmatchcase
+    return fnmatchcase(tensor, pattern)
+
+
+def diagnose(assignment_id, tensor, inputs, student, reference, *, function=None, tol=None) -> str | None:
+    """The message for one wrong tensor (None when it is right)."""
+    return diagnose_all(assignment_id, inputs, {tensor: student}, {tensor: reference},
+                        function=function, tol=tol).get(tensor)
+
+
+def diagnose_all(assignment_id, inputs, student: dict, reference: dict, *, function=None, tol=None) -> dict:
+    """{tensor: message} for every tensor of ``reference`` the student got wrong: a catalogue
+    message when a mistake fits, else the generic diagnosis of diagnose.compare ("" when none)."""
+    messages, cache = {}, {}
+    for tensor, r in reference.items():
+        if r is None:
+            continue
+        s = student.get(tensor)
+        row = compare(tensor, s, r, tol=tol if tol is not None else _compare_tol(s, r))
+        if row.ok:
+            continue
+        nan = nan_message(tensor, s, r)
+        others = {k: (student.get(k), v) for k, v in reference.items() if k != tensor}
+        mistake = recognise(assignment_id, tensor, inputs, s, r, function=function, cache=cache,
+                            others=others)
+        messages[tensor] = nan or (mistake.message if mistake else row.diagnosis)
+    return messages
+
+
+# ------------------------------------------------------------------ promises that are not a value
+def dtype_message(tensor, student, expected_dtype) -> str | None:
+    """None when ``student`` has ``expected_dtype`` (float32 in, float32 out)."""
+    if student is None or not hasattr(student, "dtype"):
+        return None
+    got, expected = np.dtype(student.dtype), np.dtype(expected_dtype)
+    if got == expected:
+        return None
+    if got == np.float64 and expected == np.float32:
+        return (f"{tensor} is float64 for float32 inputs: something promoted it (a Python or NumPy "
+                "float64 constant array, np.sqrt of a float64, np.zeros without dtype=); create arrays "
+                "with the input's dtype (np.zeros_like, dtype=x.dtype) and keep scalars as Python floats")
+    return f"{tensor} has dtype {got}, expected {expected} (the dtype of the inputs)"
+
+
+def mutation_message(argument, before, after, *, upstream: bool = False) -> str | None:
+    """None when ``after`` equals ``before`` bit for bit (compare a copy taken before the call)."""
+    b, a = np.asarray(before), np.asarray(after)
+    if b.shape == a.shape and np.array_equal(b, a, equal_nan=b.dtype.kind == "f"):
+        return None
+    changed = int(np.sum(b != a)) if b.shape == a.shape else b.size
+    what = "the upstream gradient" if upstream else "its input"
+    return (f"your function changed {what} `{argument}` in place ({changed} of {b.size} entries): "
+            f"an in-place operator on an argument (`{argument} -= ...`, `{argument} *= ...`, "
+            f"`{argument}[...] = ...`) also changes the caller's array; compute into a new array instead "
+            f"(`{argument} = {argument} - ...`)")
+
+
+def nan_message(tensor, student, reference) -> str | None:
+    """A message when the student has NaN/inf where the reference is finite, naming the rows
+    with nothing to attend (a whole zero row in the reference) when that is where they are."""
+    if student is None:
+        return None
+    s, r = np.asarray(student), np.asarray(reference)
+    if s.shape != r.shape or s.dtype.kind != "f" or np.all(np.isfinite(s)):
+        return None
+    bad = ~np.isfinite(s) & np.isfinite(r)
+    if not np.any(bad):
+        return None
+    if r.ndim >= 1:
+        zero_rows = np.all(r == 0, axis=-1, keepdims=True) & np.any(bad, axis=-1, keepdims=True)
+        if np.array_equal(np.any(bad, axis=-1, keepdims=True), zero_rows):
+            return (f"NaN in {tensor} on the {int(zero_rows.sum())} row(s) where every entry is masked: "
+                    "such a row has nothing to attend and must be 0, never NaN (exp(-inf - max) with a max "
+                    "of -inf is NaN: use a safe max of 0 for those rows, and 0 where the sum is 0)")
+    return f"NaN/inf in {tensor} at {int(bad.sum())} entries where the expected values are finite"

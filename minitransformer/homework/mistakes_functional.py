@@ -1,0 +1,662 @@
+"""The catalogue of common mistakes in the functional pairs (see homework/mistakes.py).
+
+Each variant is the wrong line a student writes, computed in float64 on the case's
+inputs (``inp``: the forward's arguments by name, ``upstream`` = the gradient
+given to backward). Where the mistake is in the backward only, the forward is the
+reference's.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..functional.erf import erfc
+from ..functional.rope import rope_backward, rope_forward
+from .mistakes import Mistake
+
+
+def _f64(a):
+    return np.asarray(a, dtype=np.float64)
+
+
+def _x(inp, name="x"):
+    return _f64(inp[name])
+
+
+def _g(inp):
+    return _f64(inp["upstream"])
+
+
+def _rows(a):
+    return a.reshape(-1, a.shape[-1])
+
+
+# ------------------------------------------------------------------ linear
+def _linear_mean_grads(inp):
+    x, W, dy = _x(inp), _x(inp, "W"), _g(inp)
+    N = _rows(x).shape[0]
+    return {"dW": _rows(x).T @ _rows(dy) / N, "db": _rows(dy).mean(axis=0)}
+
+
+def _linear_first_row(inp):
+    x, dy = _x(inp), _g(inp)
+    if x.ndim < 3 or x.shape[0] < 2:
+        return {}
+    return {"dW": _rows(x[0]).T @ _rows(dy[0])}
+
+
+LINEAR = (
+    Mistake("linear", "linear", "linear-no-bias", ("out",),
+            "out is x W without the bias: add b to every row (it broadcasts over the leading axes)",
+            lambda inp: {"out": _x(inp) @ _x(inp, "W")} if inp.get("b") is not None else {}),
+    Mistake("linear", "linear", "linear-grad-averaged", ("dW", "db"),
+            "the gradient is averaged over the rows (divided by their number B·T): a parameter used by "
+            "every row gets the SUM of the rows' gradients",
+            _linear_mean_grads),
+    Mistake("linear", "linear", "linear-first-batch-only", ("dW",),
+            "dW uses only the first batch element: flatten x and dy to (B·T, d) rows before x.T @ dy",
+            _linear_first_row),
+)
+
+
+# ------------------------------------------------------------------ elementwise: relu, gelu
+def _relu_grad_alone(inp):
+    return {"dx": (_x(inp) > 0).astype(np.float64)}
+
+
+def _relu_times_output(inp):
+    x = _x(inp)
+    return {"dx": _g(inp) * np.maximum(x, 0)}
+
+
+def _gelu_parts(x, approximate):
+    """(gelu(x), its derivative, Φ-like factor s) of either form."""
+    if approximate == "tanh":
+        c = np.sqrt(2 / np.pi)
+        u = c * (x + 0.044715 * x ** 3)
+        s = 0.5 * (1 + np.tanh(u))
+        y = x * s
+        return y, s + x * (1 - np.tanh(u) ** 2) * 0.5 * c * (1 + 3 * 0.044715 * x ** 2), s
+    Phi = 0.5 * erfc(-x / np.sqrt(2))
+    phi = np.exp(-0.5 * x * x) / np.sqrt(2 * np.pi)
+    return x * Phi, Phi + x * phi, Phi
+
+
+def _gelu_other_form(inp):
+    other = "none" if inp.get("approximate", "none") == "tanh" else "tanh"
+    y, dydx, _ = _gelu_parts(_x(inp), other)
+    return {"out": y, "dx": _g(inp) * dydx}
+
+
+def _gelu_phi_only(inp):
+    _, _, s = _gelu_parts(_x(inp), inp.get("approximate", "none"))
+    return {"dx": _g(inp) * s}
+
+
+def _gelu_grad_alone(inp):
+    return {"dx": _gelu_parts(_x(inp), inp.get("approximate", "none"))[1]}
+
+
+ELEMENTWISE = (
+    Mistake("relu", "relu", "relu-no-upstream", ("dx",),
+            "dx is relu'(x) alone: multiply it by the upstream gradient dy (chain rule)", _relu_grad_alone),
+    Mistake("relu", "relu", "relu-times-output", ("dx",),
+            "dx = dy ⊙ relu(x): the derivative of relu is the indicator [x > 0], not relu(x) itself",
+            _relu_times_output),
+    Mistake("gelu", "gelu", "gelu-other-approximation", ("out", "dx"),
+            "this is the other GELU form: `approximate=\"none\"` is x Φ(x) with erf, `\"tanh\"` the "
+            "GPT-2 tanh approximation; follow the argument",
+            _gelu_other_form),
+    Mistake("gelu", "gelu", "gelu-phi-only", ("dx",),
+            "dx = dy ⊙ Φ(x) misses the second term of the product rule: gelu'(x) = Φ(x) + x φ(x) "
+            "(tanh form: σ(2u) + x σ(2u)(1 - σ(2u)) 2u')",
+            _gelu_phi_only),
+    Mistake("gelu", "gelu", "gelu-no-upstream", ("dx",),
+            "dx is gelu'(x) alone: multiply it by the upstream gradient dy (chain rule)", _gelu_grad_alone),
+)
+
+
+# ------------------------------------------------------------------ softmax, log-softmax
+def _softmax(x, axis=-1):
+    m = np.max(x, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    e = np.exp(x - m)
+    s = e.sum(axis=axis, keepdims=True)
+    return np.divide(e, s, out=np.zeros_like(e), where=s > 0)
+
+
+def _softmax_backwards(inp):
+    x, dy = _x(inp), _g(inp)
+    y = _softmax(x)
+    return {"no-y": y * (dy - dy.sum(-1, keepdims=True)),
+            "no-sum": y * dy,
+            "sign": y * (dy + (dy * y).sum(-1, keepdims=True)),
+            "diag": dy * y * (1 - y)}
+
+
+def _pick(fn, key, tensor="dx"):
+    return lambda inp: {tensor: fn(inp)[key]}
+
+
+def _softmax_wrong_axis(inp):
+    x = _x(inp)
+    return {"out": _softmax(x, axis=-2)} if x.ndim >= 2 else {}
+
+
+def _log_softmax_variants(inp):
+    x, dz = _x(inp), _g(inp)
+    m = x.max(-1, keepdims=True)
+    lse = np.log(np.exp(x - m).sum(-1, keepdims=True))
+    p = _softmax(x)
+    return {"no-lse": x - m, "no-max-back": x - lse,
+            "no-sum": dz - p * dz, "const": dz, "sign": dz + p * dz.sum(-1, keepdims=True)}
+
+
+SOFTMAX = (
+    Mistake("softmax", "softmax", "softmax-wrong-axis", ("out",),
+            "the softmax normalises along the wrong axis: each slice along the last axis (axis=-1) must sum to 1",
+            _softmax_wrong_axis),
+    Mistake("softmax", "softmax", "softmax-no-y-in-sum", ("dx",),
+            "the sum in dx = y ⊙ (dy - Σ_j dy_j y_j) is missing its y: you summed dy alone",
+            _pick(_softmax_backwards, "no-y")),
+    Mistake("softmax", "softmax", "softmax-no-sum-term", ("dx",),
+            "dx = y ⊙ dy: the term - y ⊙ Σ_j dy_j y_j (from the normalisation) is missing",
+            _pick(_softmax_backwards, "no-sum")),
+    Mistake("softmax", "softmax", "softmax-sum-term-sign", ("dx",),
+            "the sum term has the wrong sign: dx = y ⊙ (dy - Σ_j dy_j y_j), a minus",
+            _pick(_softmax_backwards, "sign")),
+    Mistake("softmax", "softmax", "softmax-diagonal-only", ("dx",),
+            "dx = dy ⊙ y(1 - y) keeps only the diagonal of the Jacobian; the off-diagonal entries "
+            "-y_i y_j add up to - y ⊙ Σ_j dy_j y_j",
+            _pick(_softmax_backwards, "diag")),
+    Mistake("cross_entropy", "log_softmax", "log_softmax-no-logsumexp", ("out",),
+            "z = x - max(x) is only the shift: subtract log Σ exp(x - max) too",
+            _pick(_log_softmax_variants, "no-lse", "out")),
+    Mistake("cross_entropy", "log_softmax", "log_softmax-max-not-added-back", ("out",),
+            "z = x - log Σ exp(x - max) forgets the max: log Σ exp(x) = max + log Σ exp(x - max)",
+            _pick(_log_softmax_variants, "no-max-back", "out")),
+    Mistake("cross_entropy", "log_softmax", "log_softmax-no-sum", ("dx",),
+            "dx = dz - softmax ⊙ dz: the softmax must multiply the SUM of dz over the row, "
+            "dx = dz - softmax(x) ⊙ Σ_j dz_j",
+            _pick(_log_softmax_variants, "no-sum")),
+    Mistake("cross_entropy", "log_softmax", "log_softmax-lse-constant", ("dx",),
+            "dx = dz treats log Σ exp(x) as a constant: it depends on x, and gives - softmax(x) ⊙ Σ_j dz_j",
+            _pick(_log_softmax_variants, "const")),
+    Mistake("cross_entropy", "log_softmax", "log_softmax-sign", ("dx",),
+            "the softmax term has the wrong sign: dx = dz - softmax(x) ⊙ Σ_j dz_j",
+            _pick(_log_softmax_variants, "sign")),
+)
+
+
+# ------------------------------------------------------------------ cross-entropy
+def _cross_entropy(inp, *, denom="kept", classes="V", smoothing=None, keep_ignored=False,
+                   upstream=True, backward_smoothing=None):
+    """(L, dlogits) of a cross-entropy with one convention changed."""
+    z = _rows(_x(inp, "logits"))
+    t = np.asarray(inp["targets"]).reshape(-1)
+    eps = float(inp.get("smoothing", 0.0)) if smoothing is None else smoothing
+    eps_b = eps if backward_smoothing is None else backward_smoothing
+    keep = t != inp.get("ignore_index", -100)
+    safe = np.where(keep, t, 0)
+    N, V = z.shape
+    logp = z - z.max(-1, keepdims=True)
+    logp = logp - np.log(np.exp(logp).sum(-1, keepdims=True))
+    onehot = np.eye(V)[safe]
+
+    def q_of(e):
+        if classes == "V-1":
+            return (1 - e) * onehot + e / (V - 1) * (1 - onehot)
+        return (1 - e) * onehot + e / V
+    n = {"kept": max(int(keep.sum()), 1), "all": N, "sum": 1}[denom]
+    per = -(q_of(eps) * logp).sum(-1)
+    L = (per * keep).sum() / n if keep.any() or denom != "kept" else 0.0
+    g = float(np.asarray(inp["upstream"])) if upstream else 1.0
+    rows = np.ones(N) if keep_ignored else keep.astype(np.float64)
+    dz = (np.exp(logp) - q_of(eps_b)) * (rows * g / n)[:, None]
+    return {"out": np.asarray(L), "dlogits": dz.reshape(np.shape(inp["logits"]))}
+
+
+def _has_ignored(inp):
+    return np.any(np.asarray(inp["targets"]) == inp.get("ignore_index", -100))
+
+
+def _smoothed(inp):
+    return float(inp.get("smoothing", 0.0)) > 0
+
+
+CROSS_ENTROPY = (
+    Mistake("cross_entropy", "cross_entropy", "ce-smoothing-over-V-1", ("out", "dlogits"),
+            "label smoothing spread over the V - 1 other classes: the convention puts ε/V on EVERY class, "
+            "the target included, q = (1 - ε) onehot(y) + ε/V",
+            lambda inp: _cross_entropy(inp, classes="V-1") if _smoothed(inp) else {}),
+    Mistake("cross_entropy", "cross_entropy", "ce-mean-over-all-targets", ("out", "dlogits"),
+            "the mean divides by every target, ignored ones included: divide by N_kept, the number of "
+            "targets that are not ignore_index",
+            lambda inp: _cross_entropy(inp, denom="all") if _has_ignored(inp) else {}),
+    Mistake("cross_entropy", "cross_entropy", "ce-sum-not-mean", ("out", "dlogits"),
+            "this is the sum over the kept targets; the loss is their mean (divide by N_kept)",
+            lambda inp: _cross_entropy(inp, denom="sum")),
+    Mistake("cross_entropy", "cross_entropy", "ce-smoothing-ignored", ("out", "dlogits"),
+            "label smoothing is ignored: with smoothing ε the target distribution is "
+            "(1 - ε) onehot(y) + ε/V",
+            lambda inp: _cross_entropy(inp, smoothing=0.0) if _smoothed(inp) else {}),
+    Mistake("cross_entropy", "cross_entropy", "ce-backward-smoothing-ignored", ("dlogits",),
+            "the backward ignores label smoothing: dlogits = softmax - q with q = (1 - ε) onehot(y) + ε/V",
+            lambda inp: _cross_entropy(inp, backward_smoothing=0.0) if _smoothed(inp) else {}),
+    Mistake("cross_entropy", "cross_entropy", "ce-ignored-rows-get-gradient", ("dlogits",),
+            "the ignored targets' rows get a gradient: their rows of dlogits must be 0 (they are not in the loss)",
+            lambda inp: _cross_entropy(inp, keep_ignored=True) if _has_ignored(inp) else {}),
+    Mistake("cross_entropy", "cross_entropy", "ce-no-upstream", ("dlogits",),
+            "dlogits is not multiplied by the upstream dloss (chain rule: dlogits = dloss · (softmax - q) / N_kept)",
+            lambda inp: _cross_entropy(inp, upstream=False)),
+)
+
+
+# ------------------------------------------------------------------ LayerNorm, RMSNorm
+def _layernorm(inp, *, ddof=0, eps_outside=False):
+    x, gamma = _x(inp), _x(inp, "gamma")
+    beta = _x(inp, "beta") if "beta" in inp else 0.0
+    eps = float(inp.get("eps", 1e-5))
+    mu = x.mean(-1, keepdims=True)
+    var = x.var(-1, keepdims=True, ddof=ddof)
+    xhat = (x - mu) / (np.sqrt(var) + eps) if eps_outside else (x - mu) / np.sqrt(var + eps)
+    return {"out": xhat * gamma + beta}
+
+
+def _layernorm_backwards(inp):
+    x, gamma, dy = _x(inp), _x(inp, "gamma"), _g(inp)
+    eps = float(inp.get("eps", 1e-5))
+    mu = x.mean(-1, keepdims=True)
+    rstd = 1 / np.sqrt(x.var(-1, keepdims=True) + eps)
+    xhat = (x - mu) * rstd
+    dxhat = dy * gamma
+    m1 = dxhat.mean(-1, keepdims=True)
+    m2 = (dxhat * xhat).mean(-1, keepdims=True)
+    return {"no-means": {"dx": dxhat * rstd},
+            "no-mean": {"dx": rstd * (dxhat - xhat * m2)},
+            "no-xhat-mean": {"dx": rstd * (dxhat - m1)},
+            "no-gamma": {"dx": rstd * (dy - dy.mean(-1, keepdims=True) - xhat * (dy * xhat).mean(-1, keepdims=True))},
+            "dgamma-no-xhat": {"dgamma": _rows(dy).sum(0)},
+            "dgamma-x": {"dgamma": _rows(dy * x).sum(0)},
+            "mean-params": {"dgamma": _rows(dy * xhat).mean(0), "dbeta": _rows(dy).mean(0)}}
+
+
+def _rmsnorm(inp, *, eps_outside=False, sum_squares=False):
+    x, gamma = _x(inp), _x(inp, "gamma")
+    eps = float(inp.get("eps", 1e-6))
+    ms = (x * x).sum(-1, keepdims=True) if sum_squares else (x * x).mean(-1, keepdims=True)
+    rms = np.sqrt(ms) + eps if eps_outside else np.sqrt(ms + eps)
+    return {"out": x / rms * gamma}
+
+
+def _rmsnorm_backwards(inp):
+    x, gamma, dy = _x(inp), _x(inp, "gamma"), _g(inp)
+    eps = float(inp.get("eps", 1e-6))
+    rstd = 1 / np.sqrt((x * x).mean(-1, keepdims=True) + eps)
+    xhat = x * rstd
+    dxhat = dy * gamma
+    return {"const": {"dx": dxhat * rstd},
+            "no-gamma": {"dx": rstd * (dy - xhat * (dy * xhat).mean(-1, keepdims=True))},
+            "dgamma-x": {"dgamma": _rows(dy * x).sum(0)},
+            "centred": {"out": _layernorm(dict(inp, eps=eps))["out"] - 0.0}}
+
+
+def _sub(fn, key):
+    return lambda inp: fn(inp)[key]
+
+
+NORMS = (
+    Mistake("layernorm", "layernorm", "layernorm-unbiased-variance", ("out",),
+            "the variance is the unbiased one (divided by C - 1): LayerNorm uses the biased variance, "
+            "mean((x - μ)²) over the C features",
+            lambda inp: _layernorm(inp, ddof=1)),
+    Mistake("layernorm", "layernorm", "layernorm-eps-outside-sqrt", ("out",),
+            "eps is added outside the square root: xhat = (x - μ) / √(σ² + eps)",
+            lambda inp: _layernorm(inp, eps_outside=True)),
+    Mistake("layernorm", "layernorm", "layernorm-no-mean-terms", ("dx",),
+            "dx = dxhat · rstd treats μ and σ as constants: both mean terms are missing, "
+            "dx = rstd · (dxhat - mean(dxhat) - xhat ⊙ mean(dxhat ⊙ xhat))",
+            _sub(_layernorm_backwards, "no-means")),
+    Mistake("layernorm", "layernorm", "layernorm-no-mean-dxhat", ("dx",),
+            "dx misses the term - mean(dxhat) (the gradient through μ): "
+            "dx = rstd · (dxhat - mean(dxhat) - xhat ⊙ mean(dxhat ⊙ xhat))",
+            _sub(_layernorm_backwards, "no-mean")),
+    Mistake("layernorm", "layernorm", "layernorm-no-xhat-mean", ("dx",),
+            "dx misses the term - xhat ⊙ mean(dxhat ⊙ xhat) (the gradient through σ²): "
+            "dx = rstd · (dxhat - mean(dxhat) - xhat ⊙ mean(dxhat ⊙ xhat))",
+            _sub(_layernorm_backwards, "no-xhat-mean")),
+    Mistake("layernorm", "layernorm", "layernorm-dx-no-gamma", ("dx",),
+            "dx forgets gamma: the gradient reaching xhat is dxhat = dy ⊙ gamma",
+            _sub(_layernorm_backwards, "no-gamma")),
+    Mistake("layernorm", "layernorm", "layernorm-dgamma-no-xhat", ("dgamma",),
+            "dgamma = Σ dy misses xhat: y = xhat ⊙ gamma + beta gives dgamma = Σ_rows dy ⊙ xhat",
+            _sub(_layernorm_backwards, "dgamma-no-xhat")),
+    Mistake("layernorm", "layernorm", "layernorm-dgamma-x", ("dgamma",),
+            "dgamma uses x where xhat belongs: dgamma = Σ_rows dy ⊙ xhat (the normalised input)",
+            _sub(_layernorm_backwards, "dgamma-x")),
+    Mistake("layernorm", "layernorm", "layernorm-params-averaged", ("dgamma", "dbeta"),
+            "dgamma/dbeta are averaged over the rows: parameters shared by every row get the SUM of the "
+            "rows' gradients",
+            _sub(_layernorm_backwards, "mean-params")),
+    Mistake("rmsnorm", "rmsnorm", "rmsnorm-eps-outside-sqrt", ("out",),
+            "eps is added outside the square root: rms = √(mean(x²) + eps)",
+            lambda inp: _rmsnorm(inp, eps_outside=True)),
+    Mistake("rmsnorm", "rmsnorm", "rmsnorm-sum-of-squares", ("out",),
+            "the root is of the SUM of squares: RMSNorm divides by √(MEAN(x²) + eps), the mean over C",
+            lambda inp: _rmsnorm(inp, sum_squares=True)),
+    Mistake("rmsnorm", "rmsnorm", "rmsnorm-centred", ("out",),
+            "x is centred (its mean subtracted): that is LayerNorm; RMSNorm divides x itself by √(mean(x²) + eps)",
+            _sub(_rmsnorm_backwards, "centred")),
+    Mistake("rmsnorm", "rmsnorm", "rmsnorm-rms-constant", ("dx",),
+            "dx = dy ⊙ gamma · rstd treats the rms as a constant: it depends on x too, "
+            "dx = rstd · (dxhat - xhat ⊙ mean(dxhat ⊙ xhat))",
+            _sub(_rmsnorm_backwards, "const")),
+    Mistake("rmsnorm", "rmsnorm", "rmsnorm-dx-no-gamma", ("dx",),
+            "dx forgets gamma: the gradient reaching xhat is dxhat = dy ⊙ gamma",
+            _sub(_rmsnorm_backwards, "no-gamma")),
+    Mistake("rmsnorm", "rmsnorm", "rmsnorm-dgamma-x", ("dgamma",),
+            "dgamma uses x where xhat belongs: dgamma = Σ_rows dy ⊙ xhat, xhat = x · rstd",
+            _sub(_rmsnorm_backwards, "dgamma-x")),
+)
+
+
+# ------------------------------------------------------------------ embedding, dropout (one tuple)
+def _embedding_fancy(inp):
+    ids, dout = np.asarray(inp["ids"]).reshape(-1), _rows(_g(inp))
+    W = _x(inp, "W")
+    dW = np.zeros_like(W)
+    dW[ids] += dout                  # the buggy line itself: repeated ids keep only their last row
+    return {"dW": dW}
+
+
+def _dropout(inp, *, scale=None, mask=None, backward_scale=None, backward_mask=True):
+    x, dy = _x(inp), _g(inp)
+    p = float(inp["p_drop"])
+    m = (np.asarray(inp["mask"]) if mask is None else mask).astype(np.float64)
+    s = 1 / (1 - p) if scale is None else scale
+    sb = s if backward_scale is None else backward_scale
+    return {"out": x * m * s, "dx": dy * (m if backward_mask else 1.0) * sb}
+
+
+def _mask_given(inp):
+    return inp.get("mask") is not None and inp.get("training", True)
+
+
+def _other_mask(inp, tensor, student, reference):
+    """Zeros where the given mask keeps an entry, or kept values where it drops: another mask."""
+    if not _mask_given(inp) or student is None:
+        return False
+    s, m = np.asarray(student, dtype=np.float64), np.asarray(inp["mask"])
+    if s.shape != m.shape:
+        return False
+    kept = s != 0
+    scaled = (_x(inp) if tensor == "out" else _g(inp)) / (1 - float(inp["p_drop"]))
+    return bool(np.any(kept != m)) and np.allclose(s[kept], scaled[kept], rtol=1e-4, atol=0)
+
+
+DROPOUT = (
+    Mistake("embedding", "embedding", "embedding-fancy-index-add", ("dW",),
+            "a repeated id keeps only ONE of its rows: `dW[ids] += dout` with repeated ids writes each "
+            "row once (fancy indexing does not accumulate); use np.add.at(dW, ids, dout)",
+            _embedding_fancy),
+    Mistake("dropout", "dropout", "dropout-no-scaling", ("out", "dx"),
+            "the kept entries are not scaled: inverted dropout multiplies them by 1/(1 - p_drop)",
+            lambda inp: _dropout(inp, scale=1.0) if _mask_given(inp) else {}),
+    Mistake("dropout", "dropout", "dropout-scaled-by-keep-probability", ("out", "dx"),
+            "the kept entries are multiplied by (1 - p_drop); inverted dropout DIVIDES by it",
+            lambda inp: _dropout(inp, scale=1 - float(inp["p_drop"])) if _mask_given(inp) else {}),
+    Mistake("dropout", "dropout", "dropout-mask-inverted", ("out", "dx"),
+            "the mask is inverted: True in `mask` means KEEP the entry (p_drop is the probability of dropping)",
+            lambda inp: _dropout(inp, mask=~np.asarray(inp["mask"])) if _mask_given(inp) else {}),
+    Mistake("dropout", "dropout", "dropout-backward-unmasked", ("dx",),
+            "dx is not masked: the dropped entries had no effect on y, so their gradient is 0 (dx = dy ⊙ m / (1 - p_drop))",
+            lambda inp: _dropout(inp, backward_mask=False) if _mask_given(inp) else {}),
+    Mistake("dropout", "dropout", "dropout-backward-unscaled", ("dx",),
+            "dx is not scaled: the forward multiplied the kept entries by 1/(1 - p_drop), so does the backward",
+            lambda inp: _dropout(inp, backward_scale=1.0) if _mask_given(inp) else {}),
+    Mistake("dropout", "dropout", "dropout-no-upstream", ("dx",),
+            "dx = m / (1 - p_drop) alone: multiply by the upstream gradient dy (chain rule)",
+            lambda inp: {"dx": _dropout(dict(inp, upstream=np.ones_like(_g(inp))))["dx"]}
+            if _mask_given(inp) else {}),
+    Mistake("dropout", "dropout", "dropout-own-mask", ("out", "dx"),
+            "the entries kept are not those of `mask`: when a mask is given, use it instead of drawing one",
+            match=_other_mask),
+    Mistake("dropout", "dropout", "dropout-in-eval", ("out", "dx"),
+            "training=False must be the identity (y = x, dx = dy): no entry is dropped or scaled in eval",
+            match=lambda inp, tensor, s, r: not inp.get("training", True) and s is not None
+            and np.shape(s) == np.shape(r) and bool(np.any(np.asarray(s) == 0) or not np.allclose(s, r))),
+)
+
+
+# ------------------------------------------------------------------ attention
+def _attention(inp, *, scale_power=1.0, use_mask=True, invert_mask=False, use_bias=True,
+               dropout="right", axis=-1, backward_scale=True):
+    """(out, dq, dk, dv[, dbias]) of attention with one thing changed, written out in float64
+    (K and V repeated over the query heads that share them, their gradients summed back)."""
+    q, k, v, dout = _x(inp, "q"), _x(inp, "k"), _x(inp, "v"), _g(inp)
+    B, H, T, D = q.shape
+    G = k.shape[1]
+    r = H // G
+    kr, vr = np.repeat(k, r, axis=1), np.repeat(v, r, axis=1)        # (B, H, S, D)
+    c = D ** (-0.5 * scale_power)
+    scores = q @ kr.swapaxes(-1, -2) * c
+    if use_bias and inp.get("bias") is not None:
+        scores = scores + _x(inp, "bias")
+    mask = inp.get("mask")
+    if use_mask and mask is not None:
+        scores = np.where(~np.asarray(mask) if invert_mask else np.asarray(mask), scores, -np.inf)
+    P = _softmax(scores, axis=axis)
+    p_drop, drop = float(inp.get("p_drop", 0.0)), inp.get("drop_mask")
+    keep = 1.0 if drop is None or dropout == "ignored" else np.asarray(drop) / (
+        1.0 if dropout == "unscaled" else 1 - p_drop)
+    keep_b = 1.0 if dropout == "backward-ignored" else keep
+    out = (P * keep) @ vr
+    dvr = (P * keep_b).swapaxes(-1, -2) @ dout
+    dP = (dout @ vr.swapaxes(-1, -2)) * keep_b
+    dS = P * (dP - (dP * P).sum(-1, keepdims=True)) if axis == -1 else \
+        P * (dP - (dP * P).sum(-2, keepdims=True))
+    cb = c if backward_scale else 1.0
+    dq = dS @ kr * cb
+    dkr = dS.swapaxes(-1, -2) @ q * cb
+    result = {"out": out, "dq": dq, "dk": dkr.reshape(B, G, r, *dkr.shape[2:]).sum(2),
+              "dv": dvr.reshape(B, G, r, *dvr.shape[2:]).sum(2)}
+    if inp.get("bias") is not None:
+        bias_shape = np.shape(inp["bias"])
+        result["dbias"] = _sum_to(dS, bias_shape)
+    return result
+
+
+def _sum_to(x, shape):
+    lead = x.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + a for a, n in enumerate(shape) if n == 1 and x.shape[lead + a] != 1)
+    return x.sum(axis=axes, keepdims=True).reshape(shape)
+
+
+def _gqa_not_summed(inp, tensor, student, reference):
+    s, r = np.asarray(student) if student is not None else None, np.asarray(reference)
+    if s is None or s.ndim != 4 or r.ndim != 4 or s.shape[1] == r.shape[1] or s.shape[1] % r.shape[1]:
+        return False
+    B, H, S, D = s.shape
+    G = r.shape[1]
+    return s.shape[0] == r.shape[0] and s.shape[2:] == r.shape[2:] and \
+        np.allclose(s.reshape(B, G, H // G, S, D).sum(2), r, rtol=1e-5, atol=1e-8)
+
+
+def _dbias_not_reduced(inp, tensor, student, reference):
+    s, r = np.asarray(student) if student is not None else None, np.asarray(reference)
+    if s is None or s.shape == r.shape or s.ndim < r.ndim:
+        return False
+    try:
+        return np.allclose(_sum_to(s, r.shape), r, rtol=1e-5, atol=1e-8)
+    except ValueError:
+        return False
+
+
+def _dropout_given(inp):
+    return inp.get("drop_mask") is not None and float(inp.get("p_drop", 0.0)) > 0
+
+
+_QKV = ("out", "dq", "dk", "dv", "dbias")
+
+ATTENTION = (
+    Mistake("attention", "attention", "attention-no-scale", _QKV,
+            "the scores are not scaled: scores = Q Kᵀ / √D (the 1/√D keeps them from saturating the softmax)",
+            lambda inp: _attention(inp, scale_power=0.0)),
+    Mistake("attention", "attention", "attention-scale-1-over-D", _QKV,
+            "the scores are divided by D; the scale is 1/√D",
+            lambda inp: _attention(inp, scale_power=2.0)),
+    Mistake("attention", "attention", "attention-backward-no-scale", ("dq", "dk"),
+            "dq and dk miss the forward's 1/√D (they are √D too large): dq = dscores K / √D, dk = dscoresᵀ Q / √D",
+            lambda inp: _attention(inp, backward_scale=False)),
+    Mistake("attention", "attention", "attention-mask-ignored", _QKV,
+            "the mask is ignored: set the scores of hidden keys (mask False) to -inf before the softmax",
+            lambda inp: _attention(inp, use_mask=False) if inp.get("mask") is not None else {}),
+    Mistake("attention", "attention", "attention-mask-inverted", _QKV,
+            "the mask is inverted: True means the query MAY attend the key; hide the keys where it is False",
+            lambda inp: _attention(inp, invert_mask=True) if inp.get("mask") is not None else {}),
+    Mistake("attention", "attention", "attention-bias-ignored", _QKV,
+            "the bias is ignored: it is added to the scores before the mask and the softmax",
+            lambda inp: _attention(inp, use_bias=False) if inp.get("bias") is not None else {}),
+    Mistake("attention", "attention", "attention-softmax-over-queries", _QKV,
+            "the softmax runs over the queries (axis -2); each query's weights over its keys (axis -1) sum to 1",
+            lambda inp: _attention(inp, axis=-2)),
+    Mistake("attention", "attention", "attention-dropout-ignored", _QKV,
+            "the dropout mask is ignored: with p_drop > 0 in training, P̃ = P ⊙ drop_mask / (1 - p_drop) "
+            "multiplies V",
+            lambda inp: _attention(inp, dropout="ignored") if _dropout_given(inp) else {}),
+    Mistake("attention", "attention", "attention-dropout-unscaled", _QKV,
+            "the kept probabilities are not scaled: P̃ = P ⊙ drop_mask / (1 - p_drop)",
+            lambda inp: _attention(inp, dropout="unscaled") if _dropout_given(inp) else {}),
+    Mistake("attention", "attention", "attention-dropout-backward-ignored", ("dq", "dk", "dv"),
+            "the backward ignores the dropout: dv = P̃ᵀ dout and dP = (dout Vᵀ) ⊙ drop_mask / (1 - p_drop)",
+            lambda inp: _attention(inp, dropout="backward-ignored") if _dropout_given(inp) else {}),
+    Mistake("attention", "attention", "attention-gqa-not-summed", ("dk", "dv"),
+            "one gradient slice per QUERY head (B, H, S, D): the r = H/G query heads that share a kv head "
+            "add their gradients into it, (B, G, S, D)",
+            match=_gqa_not_summed),
+    Mistake("attention", "attention", "attention-dbias-not-reduced", ("dbias",),
+            "dbias has the scores' shape: sum it over the axes where the bias was broadcast, back to the bias's shape",
+            match=_dbias_not_reduced),
+)
+
+
+# ------------------------------------------------------------------ RoPE
+def _rope_args(inp, **change):
+    args = {"offset": inp.get("offset", 0), "base": inp.get("base", 10000.0),
+            "layout": inp.get("layout", "interleaved"), "scale": inp.get("scale", 1.0)}
+    args.update(change)
+    return args
+
+
+def _rope_pair(inp, **change):
+    x, dy = _x(inp), _g(inp)
+    args = _rope_args(inp, **change)
+    y, cache = rope_forward(x, **args)
+    return {"out": y, "dx": rope_backward(dy, cache)}
+
+
+def _rope_other_layout(inp):
+    return _rope_pair(inp, layout="half" if _rope_args(inp)["layout"] == "interleaved" else "interleaved")
+
+
+def _rope_direction(inp):
+    """Rotated by -mθ in the forward, +mθ in the backward: the two directions swapped."""
+    x, dy = _x(inp), _g(inp)
+    _, cache = rope_forward(x, **_rope_args(inp))
+    return {"out": rope_backward(x, cache), "dx": rope_forward(dy, **_rope_args(inp))[0]}
+
+
+def _rope_backward_forward(inp):
+    return {"dx": rope_forward(_g(inp), **_rope_args(inp))[0]}
+
+
+def _rope_theta(inp):
+    """θ_j = base^(-j/D) instead of base^(-2j/D): positions scaled by base^(j/D) per pair."""
+    args = _rope_args(inp)
+    x = _x(inp)
+    T, D = x.shape[2], x.shape[3]
+    m = (args["offset"] + np.arange(T)) / args["scale"]
+    theta = args["base"] ** (-np.arange(D // 2) / D)
+    angle = m[:, None] * theta[None, :]
+    cos, sin = np.cos(angle), np.sin(angle)
+    half = D // 2
+    a, b = (x[..., 0::2], x[..., 1::2]) if args["layout"] == "interleaved" else (x[..., :half], x[..., half:])
+    y = np.empty_like(x)
+    ya, yb = (y[..., 0::2], y[..., 1::2]) if args["layout"] == "interleaved" else (y[..., :half], y[..., half:])
+    ya[...] = a * cos - b * sin
+    yb[...] = a * sin + b * cos
+    return {"out": y}
+
+
+ROPE = (
+    Mistake("rope", "rope", "rope-direction", ("out", "dx"),
+            "the rotation runs the wrong way: y_a = x_a cos(mθ) - x_b sin(mθ), y_b = x_a sin(mθ) + x_b cos(mθ) "
+            "(and the backward rotates by -mθ)",
+            _rope_direction),
+    Mistake("rope", "rope", "rope-backward-forward-rotation", ("dx",),
+            "dx rotates dy FORWARD by mθ: the inverse of a rotation is its transpose, the rotation by -mθ",
+            _rope_backward_forward),
+    Mistake("rope", "rope", "rope-layout-ignored", ("out", "dx"),
+            "the layout is ignored: \"interleaved\" pairs (2j, 2j+1), \"half\" pairs (j, j + D/2)",
+            _rope_other_layout),
+    Mistake("rope", "rope", "rope-scale-ignored", ("out", "dx"),
+            "`scale` is ignored: position interpolation rotates position t by the angle (t / scale)·θ_j",
+            lambda inp: _rope_pair(inp, scale=1.0) if _rope_args(inp)["scale"] != 1.0 else {}),
+    Mistake("rope", "rope", "rope-offset-ignored", ("out", "dx"),
+            "`offset` is ignored: x[:, :, t] sits at position offset + t",
+            lambda inp: _rope_pair(inp, offset=0) if _rope_args(inp)["offset"] else {}),
+    Mistake("rope", "rope", "rope-theta-exponent", ("out",),
+            "the frequencies are base^(-j/D); RoFormer's are θ_j = base^(-2j/D), j = 0 .. D/2 - 1",
+            _rope_theta),
+)
+
+
+# ------------------------------------------------------------------ forward-only: masks, tables
+def _causal(inp, shift=0, left=False, upper=False):
+    T = inp["T"]
+    S = T if inp.get("S") is None else inp["S"]
+    i = np.arange(T)[:, None] + (0 if left else S - T)
+    j = np.arange(S)[None, :]
+    return {"out": (j >= i + shift) if upper else (j <= i + shift)}
+
+
+def _sinusoidal(inp, *, swap=False, exponent_i=False, halves=False):
+    L, d = inp["max_len"], inp["d"]
+    pos = np.arange(L)[:, None]
+    i2 = np.arange(0, d, 2)
+    angle = pos / 10000.0 ** ((i2 / 2 if exponent_i else i2) / d)
+    sin, cos = (np.cos, np.sin) if swap else (np.sin, np.cos)
+    PE = np.empty((L, d))
+    if halves:
+        h = (d + 1) // 2
+        PE[:, :h], PE[:, h:] = sin(angle), cos(angle[:, : d // 2])
+    else:
+        PE[:, 0::2], PE[:, 1::2] = sin(angle), cos(angle[:, : d // 2])
+    return {"out": PE}
+
+
+FORWARD_ONLY = (
+    Mistake("causal_mask", "causal_mask", "causal-left-aligned", ("out",),
+            "with S > T keys, the T queries are the LAST T positions: query i sits at i + S - T",
+            lambda inp: _causal(inp, left=True) if inp.get("S") not in (None, inp["T"]) else {}),
+    Mistake("causal_mask", "causal_mask", "causal-diagonal-hidden", ("out",),
+            "off by one: a query may attend its own position (j <= i); this mask hides the diagonal",
+            lambda inp: _causal(inp, shift=-1)),
+    Mistake("causal_mask", "causal_mask", "causal-one-future-key", ("out",),
+            "off by one: the query also sees the next key; it may attend keys j <= i only",
+            lambda inp: _causal(inp, shift=1)),
+    Mistake("causal_mask", "causal_mask", "causal-upper-triangle", ("out",),
+            "this is the upper triangle (the future); True = may attend, so keep j <= i (lower triangle)",
+            lambda inp: _causal(inp, upper=True)),
+    Mistake("sinusoidal", "sinusoidal_table", "sinusoidal-sin-cos-swapped", ("out",),
+            "sin and cos are swapped: PE[pos, 2i] = sin(...), PE[pos, 2i+1] = cos(...)",
+            lambda inp: _sinusoidal(inp, swap=True)),
+    Mistake("sinusoidal", "sinusoidal_table", "sinusoidal-exponent", ("out",),
+            "the exponent uses i/d: the angle is pos / 10000^(2i/d), 2i the even column",
+            lambda inp: _sinusoidal(inp, exponent_i=True)),
+    Mistake("sinusoidal", "sinusoidal_table", "sinusoidal-halves", ("out",),
+            "sin fills the first half and cos the second: the convention interleaves them, "
+            "sin in the even columns 2i, cos in the odd ones 2i+1",
+            lambda inp: _sinusoidal(inp, halves=True)),
+)
+
+FUNCTIONAL = LINEAR + ELEMENTWISE + SOFTMAX + CROSS_ENTROPY + NORMS + DROPOUT + ATTENTION + ROPE + FORWARD_ONLY

@@ -1,0 +1,114 @@
+"""The rubric: an assignment's points split over named checks, all or nothing each.
+
+    main case      one check for the forward ("out"; not for a Module, whose forward is
+                   given), one for each gradient (a Module's parameters: one check)
+    further cases  one check each (homework/cases.py): every tensor of the case right
+    integrity      one check: no input and no upstream gradient modified, in any case
+
+A check passes when every outcome it covers is True (over every drawn example); a
+wrong tensor earns nothing for its check, and nothing else is lost for it. The
+numerical gradient check is shown, not scored: the comparison with the reference
+already decides each gradient (it counts where there is no reference, in a
+student's own check).
+
+Integration (the grader's parent): collect ``outcomes[(case name, tensor)] = ok``
+for every compared tensor of every case (the tensor names of cases.GradedCase,
+"d<param>" for a Module's parameters), and ``outcomes[(case name, "unchanged")]``
+for the before/after comparison of its inputs and upstream gradient, and
+``outcomes[(case name, "dtype")]`` for a float32 case's dtypes; then
+``score(assignment_id, outcomes)`` gives the points and the lines of the report.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+from .assignments import BY_ID
+from .cases import CASES
+
+UNCHANGED = "unchanged"        # the outcome name of the before/after comparison
+INTEGRITY_WEIGHT = 0.5         # half a check: a promise about the code, not a value
+
+
+@dataclass(frozen=True)
+class Item:
+    name: str                  # as the report shows it
+    points: float
+    covers: tuple              # (case name or "*", tensor pattern) pairs
+
+
+def items(assignment_id: str) -> list:
+    """The named checks of one assignment, with their points (they add up to its points)."""
+    cases = CASES[assignment_id]
+    main = cases[0]
+    named = []                                               # (name, weight, covers)
+    for tensor in _main_tensors(main):
+        label = "forward" if tensor == "out" else tensor
+        named.append((f"{main.name} · {label}", 1.0, ((main.name, tensor),)))
+    for case in cases[1:]:
+        named.append((case.name, 1.0, ((case.name, "*"),)))
+    if main.check.backward is not None or main.check.checker == "module":
+        named.append(("inputs and upstream gradient left unchanged", INTEGRITY_WEIGHT, (("*", UNCHANGED),)))
+    return _split(BY_ID[assignment_id].points, named)
+
+
+def _main_tensors(case) -> list:
+    """The main case's tensors, a Module's parameter gradients as one check (its forward is
+    given, not assigned: no check of its own)."""
+    skip = ("dmemory", "dbias") + (("out",) if case.check.checker == "module" else ())
+    tensors = [t for t in case.tensors if "*" not in t and t not in skip]
+    if any("*" in t for t in case.tensors):
+        tensors.append("d(parameters)")
+    return tensors
+
+
+def _split(points: int, named: list) -> list:
+    """Points in proportion to the weights, in hundredths, the rounding left on the first check."""
+    total = sum(w for _, w, _ in named)
+    cents = [round(100 * points * w / total) for _, w, _ in named]
+    cents[0] += 100 * points - sum(cents)
+    return [Item(name, c / 100, _covers(covers)) for (name, _, covers), c in zip(named, cents)]
+
+
+def _covers(covers):
+    return tuple((case, "d*" if tensor == "d(parameters)" else tensor) for case, tensor in covers)
+
+
+def passed(item: Item, outcomes: dict) -> bool:
+    """Every outcome the item covers is True, and there is at least one ("out" of a parameter
+    check: d* never covers dx or dmemory, which have checks of their own)."""
+    seen = []
+    for (case, tensor), ok in outcomes.items():
+        for c, pattern in item.covers:
+            if (c == "*" or c == case) and _fits(tensor, pattern, item):
+                seen.append(bool(ok))
+    return bool(seen) and all(seen)
+
+
+def _fits(tensor, pattern, item) -> bool:
+    if (pattern == UNCHANGED) != (tensor == UNCHANGED):
+        return False                      # the integrity check alone covers the before/after comparison
+    if pattern == "d*" and tensor in ("dx", "dmemory"):
+        return False
+    return pattern == "*" or fnmatchcase(tensor, pattern)
+
+
+def score(assignment_id: str, outcomes: dict) -> tuple[float, list]:
+    """(points earned, report lines "  ok   2.50/2.50  name") of one assignment."""
+    earned, lines = 0.0, []
+    for item in items(assignment_id):
+        ok = passed(item, outcomes)
+        earned += item.points if ok else 0.0
+        lines.append(f"  {'ok' if ok else 'FAIL':<4} {item.points if ok else 0:5.2f}/{item.points:<5.2f} {item.name}")
+    return round(earned, 2), lines
+
+
+def render(assignment_id: str) -> str:
+    """The rubric as the handout states it."""
+    a = BY_ID[assignment_id]
+    lines = [f"Rubric of `{a.id}` ({a.points} points). Each check is all or nothing: a wrong tensor",
+             "earns nothing for its check and costs nothing elsewhere.", ""]
+    lines += [f"- {item.points:g} points: {item.name}" for item in items(assignment_id)]
+    lines += ["", "The numerical gradient check is shown in the report but not scored: the comparison "
+              "with the reference decides each gradient."]
+    return "\n".join(lines)
