@@ -4,14 +4,16 @@ The lecture sources live in the repository's lectures/; pyproject.toml maps them
 the package minitransformer.lectures, so a wheel holds them. Checked here: --list,
 the export (every tracked file of lectures/, byte for byte), the refusal of a folder
 that is not empty and what --force may touch, a copied-out lecture run as a script
-from its folder and from another one (figures under the copy's _out/), and a wheel
-built from the tree: its files, and the command run from the unpacked wheel alone.
+from its folder (lectures/README.md's recipe) and from another one (figures under
+the copy's _out/), and a wheel built from the tree: its files, and the command run
+from the unpacked wheel alone.
 """
 from __future__ import annotations
 
 import importlib.util
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -99,19 +101,28 @@ def _lecture_env(pythonpath: Path) -> dict:
     return env
 
 
-@pytest.mark.parametrize("where", ["in its folder", "from another folder"])
-def test_a_copied_lecture_runs_and_writes_its_figures_beside_itself(where, tmp_path, capsys):
+def test_the_readme_recipe_runs_a_copied_lecture_in_its_folder(tmp_path):
+    """lectures/README.md's bash block as written: --list, --out my_lectures, cd there and run lecture 1."""
+    readme = (LECTURES_DIR / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"^## Without the repository.*?^```bash\n(.*?)^```", readme, re.S | re.M).group(1)
+    run = subprocess.run(["bash", "-ec", block.replace("python ", f"{shlex.quote(sys.executable)} ")],
+                         cwd=tmp_path, env=_lecture_env(ROOT), capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert run.returncode == 0, f"{run.stdout[-2000:]}\n{run.stderr[-2000:]}"
+    assert "Lecture 10:" in run.stdout and "all claims check out" in run.stdout
+    assert list((tmp_path / "my_lectures" / "_out").glob("01_*.png"))      # its figures, beside it
+
+
+def test_a_copied_lecture_runs_from_another_folder(tmp_path, capsys):
     copy, elsewhere = tmp_path / "my_lectures", tmp_path / "elsewhere"
     elsewhere.mkdir()
     assert main(["lectures", "--out", str(copy)]) == 0
     capsys.readouterr()
-    cwd, script = (copy, SHORT_LECTURE) if where == "in its folder" else (elsewhere, str(copy / SHORT_LECTURE))
-    run = subprocess.run([sys.executable, script], cwd=cwd, env=_lecture_env(ROOT), capture_output=True,
-                         text=True, timeout=TIMEOUT_S)
+    run = subprocess.run([sys.executable, str(copy / SHORT_LECTURE)], cwd=elsewhere, env=_lecture_env(ROOT),
+                         capture_output=True, text=True, timeout=TIMEOUT_S)
     assert run.returncode == 0, f"{run.stdout[-2000:]}\n{run.stderr[-2000:]}"
     assert "all claims check out" in run.stdout
-    assert len(list((copy / "_out").glob("02_*.png"))) == 3                 # the lecture's three figures
-    assert list(elsewhere.iterdir()) == []
+    assert list((copy / "_out").glob("02_*.png"))                           # figures beside the lecture
+    assert list(elsewhere.iterdir()) == []                                   # nothing in the working directory
 
 
 def _wheel_backend_missing() -> str | None:
