@@ -23,11 +23,12 @@ from pathlib import Path
 import pytest
 
 from minitransformer.cli import main
+from minitransformer.homework.export import export
 
 ROOT = Path(__file__).resolve().parents[1]
 LECTURES_DIR = ROOT / "lectures"
 LECTURES = sorted(LECTURES_DIR.glob("[0-9][0-9]_*.py"))
-SHORT_LECTURE = "02_multihead_and_masks.py"         # the quickest in fast mode (about 2 s of CPU)
+SHORT_LECTURE = "02_multihead_and_masks.py"         # among the quickest in fast mode
 TIMEOUT_S = 180                                     # only stops a hang
 
 
@@ -92,6 +93,18 @@ def test_bad_arguments_end_in_one_line_naming_the_flag(argv, flag, capsys):
         code = exit_.code
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and flag in err, err
+
+
+def test_the_homework_handout_lectures_are_there_once_copied_beside_it(tmp_path):
+    """The handout's command, run in the student's copy (its own package, no repository)."""
+    export(["linear", "dropout", "embedding"], tmp_path)
+    handout = (tmp_path / "HOMEWORK.md").read_text(encoding="utf-8")
+    folder = re.search(r"`python -m minitransformer lectures --out (\S+)`", handout).group(1)
+    run = subprocess.run([sys.executable, "-m", "minitransformer", "lectures", "--out", folder],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT_S)   # the student's copy
+    assert run.returncode == 0, run.stderr[-2000:]
+    named = set(re.findall(r"\blectures/\d\d_\w+\.py", handout))
+    assert named and all((tmp_path / path).is_file() for path in named), named
 
 
 def _lecture_env(pythonpath: Path) -> dict:

@@ -16,6 +16,7 @@ from anywhere, or DIR opened in Jupyter (jupytext). A bad --out prints one line
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -87,7 +88,7 @@ def run_lectures(args) -> int:
     lectures = [p.name for p in written if p.name[:2].isdigit()]
     print(f"wrote {len(written)} files to {args.out}: {len(lectures)} lectures ({lectures[0]} ... "
           f"{lectures[-1]}) and {', '.join(p.name for p in written if p.name not in lectures)}")
-    print(f"run one: cd {args.out} && python {lectures[0]}   (figures go to {args.out}/_out/)")
+    print(f"run one: cd {shlex.quote(args.out)} && python {lectures[0]}   (figures go to {args.out}/_out/)")
     return 0
 
 

@@ -6,7 +6,9 @@ raises ``NotImplementedError("<name>: implement me")``. ``ast`` locates each bod
 lines of the source text are rewritten: everything else stays byte-identical.
 
 Also written: HOMEWORK.md (the handout) and starter_<id>.py per assignment
-(jupytext percent format). The speed wing (minitransformer/fast/) is left out: its
+(jupytext percent format). The copy holds the lectures as a wheel does
+(minitransformer/lectures/), so `python -m minitransformer lectures --out lectures`
+run in it puts them where the handout points. The speed wing (minitransformer/fast/) is left out: its
 twins compute assigned functions, and without it the models call the student's
 plain functions.
 """
@@ -60,6 +62,15 @@ def module_doc(package_dir: Path, module: str) -> str:
     return ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
 
 
+def _copy_lectures(package_dir: Path, dest: Path) -> None:
+    """The lectures inside the copy, where a wheel holds them (minitransformer/lectures/); a source
+    checkout keeps them beside the package. The handout's `lectures --out` then finds them."""
+    source = package_dir.parent / "lectures"
+    if not (dest / "lectures").exists() and (source / "_lecture.py").is_file():
+        shutil.copytree(source, dest / "lectures",
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "_out", "*.ipynb"))
+
+
 def export(ids, out, *, with_solutions: bool = False, package_dir: Path = PACKAGE_DIR) -> list:
     """Copy the package into ``out``/minitransformer, stub the chosen assignments, write the handout."""
     assignments = select(ids)
@@ -68,6 +79,7 @@ def export(ids, out, *, with_solutions: bool = False, package_dir: Path = PACKAG
     if dest.exists():
         shutil.rmtree(dest)
     shutil.copytree(package_dir, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "fast"))  # no speed wing: its twins are solutions
+    _copy_lectures(package_dir, dest)
     if not with_solutions:
         by_file: dict = {}
         for a in assignments:
@@ -91,7 +103,8 @@ def handout(assignments, package_dir: Path) -> str:
              "signature and docstring; replace the `raise NotImplementedError` line with the body.",
              "Check yourself with `python starter_<id>.py` (the numerical gradient check) and",
              "`python -m minitransformer gradcheck FILE.py:FORWARD:BACKWARD` for your own drafts.",
-             "Your instructor grades with `python -m minitransformer homework check DIR`.\n"]
+             "Your instructor grades with `python -m minitransformer homework check DIR`.",
+             "The lectures named below: `python -m minitransformer lectures --out lectures` copies them here.\n"]
     for a in assignments:
         parts.append(f"## {a.id}: {a.title} ({a.points} points, {a.lecture})\n")
         modules = dict.fromkeys(t.module for t in a.targets)
