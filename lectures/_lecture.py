@@ -1,7 +1,8 @@
 """What every lecture shares: the fast-mode switch, the figure folder, and showing figures.
 
     FAST   MINITRANSFORMER_FAST=1: smaller models, fewer steps (the tests run this way)
-    OUT    MINITRANSFORMER_LECTURE_OUT, else lectures/_out/ (git-ignored), created here
+    OUT    MINITRANSFORMER_LECTURE_OUT, else _out/ beside this file (lectures/_out/, git-ignored;
+           DIR/_out/ in a copy from `python -m minitransformer lectures --out DIR`), created here
 
     save_figure(fig, name)   writes OUT/name; opened as a notebook, also shows it inline
     show_png(path)           shows a PNG a plotting function wrote (notebook only)

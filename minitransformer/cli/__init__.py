@@ -5,6 +5,8 @@
     figures     regenerate the lecture figures
     gradcheck   check every layer's backward against numerical gradients
     embed       sentence embeddings from a pretrained BERT-family checkpoint
+    homework    list, export and grade the homework
+    lectures    copy the lectures out of the package (--out DIR), or list them
 
 One module per command, each with ``add_<command>_arguments(parser)`` and
 ``run_<command>(args) -> exit code``; no command module imports another.
@@ -30,6 +32,7 @@ COMMANDS = (
     ("gradcheck", "check every backward against central differences (float64)"),
     ("embed", "sentence embeddings from a BERT checkpoint"),
     ("homework", "list, export (stubbed copies) and grade (check) the homework"),
+    ("lectures", "copy the lectures into a folder, runnable there (--out DIR), or list them"),
 )
 
 

@@ -12,7 +12,9 @@ assignment (jupytext percent format), and a manifest of every file written.
 
 An export never deletes what it did not write: a non-empty ``out`` is refused
 (``ExportError``) unless ``force``, and then only files of the previous export's
-manifest are removed.
+manifest are removed. The copy holds the lectures as a wheel does
+(minitransformer/lectures/), so ``python -m minitransformer lectures --out lectures``
+run in it puts them where the handout points.
 """
 from __future__ import annotations
 
@@ -109,6 +111,7 @@ def export(ids, out, *, with_solutions: bool = False, package_dir: Path = PACKAG
     dest = out / "minitransformer"
     shutil.copytree(package_dir, dest, dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    _copy_lectures(package_dir, dest)
     if not with_solutions:
         strip_speed_code(dest)
         targets = {t: "implement me" for a in assignments for t in a.targets}
@@ -150,13 +153,23 @@ def module_doc(package_dir: Path, module: str) -> str:
     return ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
 
 
+def _copy_lectures(package_dir: Path, dest: Path) -> None:
+    """The lectures inside the copy, where a wheel holds them (minitransformer/lectures/); a source
+    checkout keeps them beside the package. The handout's `lectures --out` then finds them."""
+    source = package_dir.parent / "lectures"
+    if not (dest / "lectures").exists() and (source / "_lecture.py").is_file():
+        shutil.copytree(source, dest / "lectures",
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "_out", "*.ipynb"))
+
+
 def handout(assignments, package_dir: Path) -> str:
     parts = ["# Homework\n",
              "Implement the functions below in this copy of minitransformer. Each one keeps its",
              "signature and docstring; replace the `raise NotImplementedError` line with the body.",
              "Check yourself with `python starter_<id>.py` (the numerical gradient check) and",
              "`python -m minitransformer gradcheck FILE.py:FORWARD:BACKWARD` for your own drafts.",
-             "Your instructor grades with `python -m minitransformer homework check DIR`.\n"]
+             "Your instructor grades with `python -m minitransformer homework check DIR`.",
+             "The lectures named below: `python -m minitransformer lectures --out lectures` copies them here.\n"]
     for a in assignments:
         parts.append(f"## {a.id}: {a.title} ({a.points} points, {a.lecture})\n")
         modules = dict.fromkeys(t.module for t in a.targets)
