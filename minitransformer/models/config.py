@@ -74,6 +74,7 @@ class TransformerConfig(DictRoundTrip):
     global_positions: list = ()        # positions that see and are seen by all (global + sliding window)
     attn_p_drop: float = 0.0           # attention dropout: probability of dropping an entry of P
     rope_scale: float = 1.0            # RoPE position interpolation: position m is rotated as m / rope_scale
+    share_relative_bias: bool = False  # T5: one rel_bias table per stack, shared by its layers (needs "t5")
 
     # T5's bucket rule for this family's self-attention: both ways (True) or causal (False)
     bidirectional_attention: ClassVar[bool] = True
@@ -118,6 +119,10 @@ class TransformerConfig(DictRoundTrip):
         self.global_positions = [check_int(f"global_positions[{n}]", g, low=0, high=self.block_size - 1)
                                  for n, g in enumerate(check_items("global_positions", self.global_positions))]
         check_sparse_pattern(self.window, self.dilation, self.global_positions)
+        check_bool_field("share_relative_bias", self.share_relative_bias)
+        if self.share_relative_bias and self.position != "t5":
+            raise ValueError("share_relative_bias: shares T5's relative bias table; expected position='t5', "
+                             f"got position={self.position!r}")
 
     @property
     def head_dim(self) -> int:
@@ -166,6 +171,9 @@ class EncoderConfig(TransformerConfig):
     n_classes: int = 0                 # sequence-classification head on the first token; 0 = none
     pad_id: int = 0                    # the padding token id, for the attention mask
     pooler: bool = False               # BERT's pooler tanh(h[:, 0] W + b); the "cls" head then reads it
+    embed_dim: int | None = None       # E: ALBERT's factorised embeddings at width E, then a Linear E -> C
+    share_layers: bool = False         # ALBERT: every block shares the first block's parameters
+    rtd_head: bool = False             # ELECTRA's discriminator: a "replaced?" logit per token (head="rtd")
 
     def __post_init__(self):
         super().__post_init__()
@@ -174,8 +182,10 @@ class EncoderConfig(TransformerConfig):
                              f"attends both ways; expected None, got {self.window}")
         for name in ("type_vocab_size", "n_classes", "pad_id"):
             check_int(name, getattr(self, name), low=0)
-        for name in ("embedding_norm", "mlm_head", "pooler"):
+        for name in ("embedding_norm", "mlm_head", "pooler", "share_layers", "rtd_head"):
             check_bool_field(name, getattr(self, name))
+        if self.embed_dim is not None:
+            check_int("embed_dim", self.embed_dim, low=1)
 
 
 @dataclass
