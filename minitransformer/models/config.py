@@ -57,7 +57,7 @@ class TransformerConfig(DictRoundTrip):
     norm: str = "layernorm"            # "layernorm" or "rmsnorm"
     norm_position: str = "pre"         # "pre" (GPT-2) or "post" (original paper, BERT)
     eps: float = 1e-5                  # the norm's eps, inside the square root
-    activation: str = "gelu_tanh"      # relu | gelu (exact, erf) | gelu_tanh | silu | geglu | swiglu
+    activation: str = "gelu_tanh"      # relu | gelu (exact, erf) | gelu_tanh | silu | swish | geglu | swiglu
     position: str = "learned"          # learned | sinusoidal | rope | alibi | shaw | t5 | none
     rope_layout: str = "interleaved"   # RoPE pairs: "interleaved" (RoFormer) or "half" (NeoX)
     window: int | None = None          # causal sliding-window width (None = full); decoders only

@@ -60,7 +60,10 @@ class MLMHead(Module):
 
 
 def _plain_activation(config) -> str:
-    """A head's activation: the config's, or GELU where the config's is gated (it needs 2F inputs)."""
+    """A head's activation: the config's; GELU where the config's is gated (it needs 2F inputs);
+    SiLU for Swish (the heads keep no β of their own)."""
+    if config.activation == "swish":
+        return "silu"
     return "gelu" if config.activation in ("geglu", "swiglu") else config.activation
 
 

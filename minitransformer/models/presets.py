@@ -118,7 +118,8 @@ def _attention(c) -> int:
 def _ffn(c) -> int:
     F = c.d_ff or 4 * c.d_model
     width = 2 * F if c.activation in GATED_ACTIVATIONS else F          # a gated unit halves its input
-    return _linear(c.d_model, width, c.bias) + _linear(F, c.d_model, c.bias)
+    swish_beta = 1 if c.activation == "swish" else 0                   # Swish's learned β
+    return _linear(c.d_model, width, c.bias) + swish_beta + _linear(F, c.d_model, c.bias)
 
 
 def _relative(c) -> int:
