@@ -60,7 +60,8 @@ class TransformerConfig(DictRoundTrip):
     activation: str = "gelu_tanh"      # relu | gelu (exact, erf) | gelu_tanh | silu | swish | geglu | swiglu
     position: str = "learned"          # learned | sinusoidal | rope | alibi | shaw | t5 | none
     rope_layout: str = "interleaved"   # RoPE pairs: "interleaved" (RoFormer) or "half" (NeoX)
-    window: int | None = None          # causal sliding-window width (None = full); decoders only
+    window: int | None = None          # sliding window (None = full): decoders look back over the window
+                                       # most recent keys; EncoderConfig both ways, |i - j| < window
     p_drop: float = 0.0                # probability of dropping, residual and embedding dropout
     bias: bool = True                  # biases in the linear layers
     init_std: float = 0.02             # N(0, init_std²) initialisation of the weights
@@ -177,9 +178,10 @@ class EncoderConfig(TransformerConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.window is not None:
-            raise ValueError("window: sliding windows are causal here and the encoder "
-                             f"attends both ways; expected None, got {self.window}")
+        if self.dilation > 1 or self.global_positions:
+            raise ValueError("dilation, global_positions: the sparse patterns are causal; an encoder's "
+                             f"window is bidirectional; expected neither, got dilation={self.dilation}, "
+                             f"global_positions={self.global_positions}")
         for name in ("type_vocab_size", "n_classes", "pad_id"):
             check_int(name, getattr(self, name), low=0)
         for name in ("embedding_norm", "mlm_head", "pooler", "share_layers", "rtd_head"):

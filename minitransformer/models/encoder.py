@@ -22,6 +22,8 @@ cross-entropy per token (training/loss.py has the multi-class one, not this).
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ..backend import default_rng, get_xp
@@ -106,6 +108,8 @@ class Encoder(Module):
         if bert and config.embed_dim:
             self.add_child("embed_proj", Linear(E, C, rng=init_rng, init_std=config.init_std, dtype=dtype))
         spec = config.block_spec()
+        if not bert:                    # the seq2seq encoder: its config's window is the decoder's
+            spec = replace(spec, window=None)
         self.add_child("blocks", ModuleList(EncoderBlock(spec, rng=init_rng, dropout_rng=dropout_rng,
                                                          dtype=dtype) for _ in range(config.n_layer)))
         if bert and config.share_layers:
