@@ -102,7 +102,7 @@ def test_linear_and_norms(dtype):
 @pytest.mark.parametrize("name", ACTIVATIONS)
 @pytest.mark.parametrize("dtype", [F32, F64])
 def test_activations(name, dtype):
-    _module_round_trip(lambda: make_activation(name), _normal((2, 3, 8), 3, dtype) * 4)
+    _module_round_trip(lambda: make_activation(name, dtype), _normal((2, 3, 8), 3, dtype) * 4)
 
 
 def test_embedding_and_learned_positions():

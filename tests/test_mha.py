@@ -308,8 +308,8 @@ def test_errors_name_the_argument():
         MultiHeadAttention(8, 4, n_kv_head=3)
     with pytest.raises(ValueError, match="rope: .* must be even"):
         MultiHeadAttention(6, 2, rope=True)
-    with pytest.raises(ValueError, match="window: .* expected causal=True"):
-        MultiHeadAttention(8, 2, window=2)
+    with pytest.raises(ValueError, match="dilation, global_positions: the sparse patterns are causal"):
+        MultiHeadAttention(8, 2, window=2, dilation=2)       # a window without causal: both ways
     with pytest.raises(ValueError, match="cross: .* expected causal, rope, alibi and window off"):
         MultiHeadAttention(8, 2, cross=True, rope=True)
     layer, cross = MultiHeadAttention(8, 2, rng=0), MultiHeadAttention(8, 2, cross=True, rng=0)

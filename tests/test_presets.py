@@ -107,7 +107,8 @@ def test_presets_are_the_papers_architectures_and_refuse_unknown_names():
         preset("gpt-5")
     with pytest.raises(ValueError, match="d_model: expected a multiple of n_head"):
         preset("bert-base", n_head=7)
-    assert set(PRESETS) == {"transformer-base", "bert-base", "bert-large"}
+    assert {"transformer-base", "bert-base", "bert-large", "gpt2-small", "llama-2-7b", "llama-2-70b", "albert-base",
+            "distilbert", "t5-base", "electra-base-discriminator", "electra-small-discriminator"} == set(PRESETS)
 
 
 @given(B=st.integers(1, 3), S=st.integers(1, 4), C=st.integers(1, 4), seed=seeds)
@@ -148,3 +149,99 @@ def test_pooler_runs_on_a_non_numpy_backend():
     ids = np.random.default_rng(0).integers(0, 11, (2, 6))
     _two_steps(lambda: Encoder(cfg, rng=0), lambda model, b: (model.forward(b[0], head="cls"), b[1]),
                [(ids, np.array([0, 2]))] * 2, F32)
+
+
+# ------------------------------------------------------- notable models: published counts
+# Every number below is copied from a published source named beside it, never computed by the
+# code under test. KerasHub's preset tables (keras_hub/src/models/<family>/<family>_presets.py,
+# "params") list the backbones; Hugging Face's model cards and num_parameters() agree.
+def test_gpt2_small_has_the_published_count():
+    # GPT-2 small (124M): 124,439,808, KerasHub gpt2_base_en and Hugging Face "gpt2" (tied head)
+    assert count_parameters(preset("gpt2-small")) == 124_439_808
+
+
+def test_llama_2_has_the_published_counts():
+    # Hugging Face meta-llama/Llama-2-7b-hf, KerasHub llama2_7b_en: 6,738,415,616
+    assert count_parameters(preset("llama-2-7b")) == 6_738_415_616
+    # Hugging Face meta-llama/Llama-2-70b-hf: 68,976,648,192 (GQA: 8 kv heads of 128)
+    assert count_parameters(preset("llama-2-70b")) == 68_976_648_192
+    config = preset("llama-2-7b")
+    assert (config.norm, config.activation, config.position, config.bias, config.tie_weights) == \
+        ("rmsnorm", "swiglu", "rope", False, False)
+
+
+def test_albert_distilbert_t5_have_the_published_counts():
+    # KerasHub albert_base_en_uncased: 11,683,584 (= Hugging Face AlbertModel, albert-base-v2)
+    assert count_parameters(preset("albert-base")) == 11_683_584
+    # KerasHub distil_bert_base_en_uncased: 66,362,880 (= Hugging Face DistilBertModel)
+    assert count_parameters(preset("distilbert")) == 66_362_880
+    # KerasHub t5_base_multi: 222,903,552 (= Hugging Face T5Model t5-base, lm_head tied)
+    assert count_parameters(preset("t5-base")) == 222_903_552
+
+
+def test_electra_discriminators_have_the_published_counts():
+    # KerasHub electra_base_discriminator_uncased_en: 109,482,240, and
+    # electra_small_discriminator_uncased_en: 13,548,800; both backbones hold BERT's pooler
+    # (dense C -> C), which ElectraForPreTraining replaces with the discriminator head:
+    # dense C -> C (C² + C) and the logit C -> 1 (C + 1).
+    base, small = preset("electra-base-discriminator"), preset("electra-small-discriminator")
+    assert count_parameters(preset("electra-base-discriminator", rtd_head=False, pooler=True)) == 109_482_240
+    assert count_parameters(preset("electra-small-discriminator", rtd_head=False, pooler=True)) == 13_548_800
+    assert count_parameters(base) == 109_482_240 + (768 + 1)
+    assert count_parameters(small) == 13_548_800 + (256 + 1)
+
+
+def test_albert_base_built_whole_has_the_published_count(shapes_only):
+    model = Encoder(preset("albert-base"))
+    assert model.num_parameters() == 11_683_584
+    assert model.blocks[11].ffn.sublayer.fc_in.W is model.blocks[0].ffn.sublayer.fc_in.W   # one block, shared
+    assert model.embed.tok.W.shape == (30000, 128) and model.embed_proj.W.shape == (128, 768)
+
+
+def test_t5_base_shares_one_relative_table_per_stack(shapes_only):
+    config = preset("t5-base", n_layer=2)
+    model = Seq2Seq(config)
+    assert model.num_parameters() == count_parameters(config)
+    for stack in (model.encoder, model.decoder):
+        first, second = (b.attn.sublayer.rel_bias for b in stack.blocks)
+        assert first is second and first.shape == (32, 12)
+    assert model.encoder.blocks[0].attn.sublayer.rel_bias is not model.decoder.blocks[0].attn.sublayer.rel_bias
+
+
+@settings(max_examples=6)
+@given(arch=architectures(), embed_dim=st.sampled_from([None, 3]), share_layers=st.booleans(),
+       rtd_head=st.booleans(), mlm_head=st.booleans())
+def test_formula_equals_the_built_model_with_albert_and_electra_fields(arch, embed_dim, share_layers, rtd_head,
+                                                                       mlm_head):
+    config = EncoderConfig(vocab_size=11, block_size=6, embed_dim=embed_dim, share_layers=share_layers,
+                           rtd_head=rtd_head, mlm_head=mlm_head, type_vocab_size=2, **arch)
+    assert count_parameters(config) == Encoder(config, rng=0).num_parameters()
+    t5 = Seq2SeqConfig(vocab_size=11, block_size=6, position="t5", relative_buckets=4, relative_max_distance=8,
+                       share_relative_bias=True, **arch)
+    assert count_parameters(t5) == Seq2Seq(t5, rng=0).num_parameters()
+
+
+@settings(max_examples=5)
+@given(head=st.sampled_from(["mlm", "rtd"]), seed=seeds)
+def test_albert_and_electra_gradients_through_shared_blocks_and_the_projection(head, seed):
+    # Every block reuses block 0's arrays: its gradient is the sum over the layers, which
+    # the central differences (perturbing the one shared array) see as well. init_std 0.4, as in
+    # the whole-GPT check of gradcheck/suite.py: at 0.02 the attention is nearly uniform and
+    # dW_qkv ~ 1e-4, where the central differences' round-off (~1e-10) is 1e-6 of it.
+    config = EncoderConfig(vocab_size=9, block_size=5, n_layer=3, n_head=2, d_model=8, embed_dim=4,
+                           share_layers=True, rtd_head=True, type_vocab_size=2, init_std=0.4)
+    model = Encoder(config, rng=seed).astype(np.float64)
+    ids = integer_ids(seed, (2, 5), 9)
+    result = check_module(model, ids, forward_kwargs={"head": head}, seed=seed, max_coords=8, tol=TOL)
+    assert result.ok, str(result)
+    assert model.forward(ids, head="rtd").shape == (2, 5)
+    model.release_caches()
+
+
+def test_share_relative_bias_needs_t5_positions():
+    with pytest.raises(ValueError, match="share_relative_bias: .*expected position='t5'"):
+        Seq2SeqConfig(position="sinusoidal", share_relative_bias=True)
+    with pytest.raises(ValueError, match=r"embed_dim: expected an integer in \[1"):
+        EncoderConfig(embed_dim=0)
+    with pytest.raises(TypeError, match="share_layers: expected True or False"):
+        EncoderConfig(share_layers=1)

@@ -1,4 +1,4 @@
-"""Elementwise activations and their derivatives: ReLU, GELU (exact and tanh form), SiLU.
+"""Elementwise activations and their derivatives: ReLU, GELU (exact and tanh form), SiLU, Swish.
 
     relu(x) = max(x, 0)                        relu'(x) = [x > 0]      (0 at the kink x = 0)
 
@@ -10,6 +10,10 @@
         gelu_tanh'(x) = σ(2u) + x σ(2u) (1 - σ(2u)) · 2u',   2u' = 2√(2/π) (1 + 3·0.044715 x²)
 
     silu(x) = x σ(x)      (Swish with β = 1)   silu'(x) = σ(x) (1 + x (1 - σ(x))) = σ + y (1 - σ)
+
+    swish(x; β) = x σ(βx)                      ∂y/∂x = σ(βx) + β y (1 - σ(βx))
+                                               ∂y/∂β = x y (1 - σ(βx))
+        β = 1 is SiLU; β -> ∞ tends to ReLU, β = 0 is x/2 (Ramachandran et al. 2017 learn β)
 
 GELU: Hendrycks & Gimpel (2016), "Gaussian Error Linear Units"; the tanh form is theirs
 too, and GPT-2 uses it. SiLU: Elfwing et al. (2017); Swish: Ramachandran et al. (2017).
@@ -37,7 +41,8 @@ import math
 from typing import NamedTuple
 
 from ..backend import get_xp
-from ..validate import check_choice, check_float, check_min_ndim, check_same_shape, check_upstream
+from ..validate import (check_broadcastable, check_choice, check_dtype_like, check_float, check_min_ndim,
+                        check_same_shape, check_upstream)
 from .erf import erfc
 
 GELU_APPROXIMATIONS = ("none", "tanh")
@@ -61,6 +66,12 @@ class GeluCache(NamedTuple):
 
 class SiluCache(NamedTuple):
     dydx: object       # (...) silu'(x) = σ + y(1 - σ), computed in forward; x is not kept
+
+
+class SwishCache(NamedTuple):
+    dydx: object       # (...) ∂y/∂x = σ(βx) + β y (1 - σ(βx)), computed in forward
+    dydbeta: object    # (...) ∂y/∂β = x y (1 - σ(βx)), per element; summed to β's shape in backward
+    beta_shape: tuple  # β's shape, to sum dβ back to
 
 
 def _check_x(x) -> None:
@@ -163,3 +174,39 @@ def silu_backward(dy, cache: SiluCache):
     check_upstream("dy", dy, cache.dydx.shape, cache.dydx.dtype)  # the forward output's shape and dtype
     dx = dy * cache.dydx                       # (...) reverses: y = x * s, through dydx
     return dx
+
+
+# ---------------------------------------------------------------------------- Swish
+def swish_forward(x, beta):
+    """y = x σ(β x), β a learnable slope (β = 1: SiLU).
+
+    Inputs: x (...) floating point; beta, an array of x's dtype broadcastable to x's
+            trailing axes: (1,) one β for all, (C,) one per feature.
+    Returns: y (...) like x, SwishCache(dydx, dydbeta, beta_shape).
+    """
+    _check_x(x)
+    check_float("beta", beta)
+    check_dtype_like("beta", beta, x, "x")
+    check_min_ndim("beta", beta, 1)
+    check_broadcastable("beta", beta, x.shape, "(the trailing axes of x)")
+    z = beta * x                               # (...) βx
+    s = _sigmoid(z)                            # (...) σ(βx)
+    y = x * s                                  # (...)
+    one_minus_s = 1.0 - s                      # (...)
+    dydx = s + beta * y * one_minus_s          # (...) σ + β x σ (1 - σ)
+    dydbeta = x * y * one_minus_s              # (...) x² σ (1 - σ)
+    return y, SwishCache(dydx, dydbeta, tuple(beta.shape))
+
+
+def swish_backward(dy, cache: SwishCache):
+    """dx = dy ⊙ ∂y/∂x;  dβ = Σ (dy ⊙ ∂y/∂β) over the axes β was broadcast along.
+
+    Inputs: dy (...) like x. Returns: dx (...), dbeta of β's shape.
+    """
+    check_upstream("dy", dy, cache.dydx.shape, cache.dydx.dtype)  # the forward output's shape and dtype
+    dx = dy * cache.dydx                       # (...) reverses: y = x * s, through dydx
+    dbeta_each = dy * cache.dydbeta            # (...) reverses: z = beta * x, through dydbeta
+    lead = dy.ndim - len(cache.beta_shape)
+    dbeta = dbeta_each.reshape((-1,) + dy.shape[lead:]).sum(axis=0)           # β's trailing shape
+    dbeta = dbeta.sum(axis=tuple(a for a, n in enumerate(cache.beta_shape) if n == 1), keepdims=True)
+    return dx, dbeta.reshape(cache.beta_shape)

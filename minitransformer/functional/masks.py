@@ -13,6 +13,7 @@ cache) it is just i.
     sliding_window_mask  (T, S)        ... and j > i + (S - T) - window
     dilated_window_mask  (T, S)        ... every r-th key of a window of span (window - 1)·r + 1
     global_window_mask   (T, S)        sliding window OR (causal AND key or query is global)
+    bidirectional_window_mask (T, S)   key j visible iff |i + (S - T) - j| < window (encoders)
     key_padding_mask     (B, 1, 1, S)  key j visible iff it is a real token
     combine_masks        logical AND of the masks given (None = no mask)
     additive_mask        0 where True, -inf where False: what attention adds to its scores
@@ -118,6 +119,30 @@ def global_window_mask(T: int, window: int, global_positions, S: int | None = No
     is_global_key = (j[..., None] == g).any(axis=-1)       # (1, S)
     is_global_query = (i[..., None] == g).any(axis=-1)     # (T, 1)
     return (j <= i) & ((j > i - window) | is_global_key | is_global_query)  # (T, S)
+
+
+def bidirectional_window_mask(T: int, window: int, S: int | None = None, *, xp=numpy):
+    """Longformer's local attention for an encoder (Beltagy et al. 2020, section 3.1): query i
+    (at p = i + S - T) sees the keys less than ``window`` positions away on either side:
+    key j visible iff |p - j| < window.
+
+    The same distance rule as sliding_window_mask, both ways: window = 1 sees only itself,
+    window = w sees w - 1 keys on each side (2w - 1 in all; Longformer's "window size" is that
+    count). Example, T = S = 5, window = 2:
+
+        1 1 0 0 0
+        1 1 1 0 0
+        0 1 1 1 0
+        0 0 1 1 1
+        0 0 0 1 1
+
+    Inputs: T queries; window >= 1; S keys (default T); xp.
+    Returns: (T, S) bool. window >= S gives all True (full attention).
+    """
+    window = check_int("window", window, low=1)
+    i, j = query_key_positions(T, S, xp=xp)                # (T, 1) absolute, (1, S)
+    distance = i - j                                       # (T, S) p - j
+    return (distance < window) & (distance > -window)      # (T, S) |p - j| < window
 
 
 def check_sparse_pattern(window, dilation: int, global_positions) -> None:

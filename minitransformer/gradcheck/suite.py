@@ -67,8 +67,8 @@ def layer_checks(seed: int = 0, device: str = "cpu"):
             MultiHeadAttention(8, 2, relative="t5", relative_buckets=8, relative_max_distance=4,
                                rng=seed, init_std=0.4).astype(f64).to(device), x, seed=seed, h=5e-5)),
     ]
-    for name in ("relu", "gelu", "gelu_tanh", "silu", "geglu", "swiglu"):
-        checks.append((name, lambda name=name: check_module(make_activation(name).to(device), x, seed=seed)))
+    for name in ("relu", "gelu", "gelu_tanh", "silu", "swish", "geglu", "swiglu"):
+        checks.append((name, lambda name=name: check_module(make_activation(name, f64).to(device), x, seed=seed)))
     # A whole model chains many layers: round-off grows with depth, so the
     # tolerance is the whole-model one (1e-6); a wrong backward still shows ~1.
     tiny = GPTConfig(vocab_size=11, block_size=6, n_layer=2, n_head=2, d_model=8, init_std=0.4)

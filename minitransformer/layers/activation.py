@@ -2,17 +2,21 @@
 
 Each wraps one pair of functional/activations.py or functional/gated.py: forward(x)
 keeps the cache, backward(dy) returns dx. ``make_activation(name)`` builds one from
-the config value (relu, gelu, gelu_tanh, silu, geglu, swiglu). The gated units take
+the config value (relu, gelu, gelu_tanh, silu, swish, geglu, swiglu); Swish alone has a
+parameter, its learned β (one number). The gated units take
 the FFN's first projection at width 2F and return width F: a FeedForward checks
 ``name in GATED_ACTIVATIONS`` to size that projection.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..functional.twins import twin
-from ..functional.activations import (GELU_APPROXIMATIONS, gelu_backward, gelu_forward,
-                                      relu_backward, relu_forward, silu_backward, silu_forward)
+from .. import init
+from ..functional.activations import (GELU_APPROXIMATIONS, gelu_backward, gelu_forward, relu_backward,
+                                      relu_forward, silu_backward, silu_forward, swish_backward, swish_forward)
 from ..functional.gated import geglu_backward, geglu_forward, swiglu_backward, swiglu_forward
-from ..validate import check_choice
+from ..validate import check_choice, check_number
 from .module import Module
 
 GATED_ACTIVATIONS = ("geglu", "swiglu")
@@ -60,6 +64,24 @@ class SiLU(_Activation):
         super().__init__(silu_forward, silu_backward)
 
 
+class Swish(Module):
+    """y = x σ(β x) with a learned β (one number, initialised to 1: SiLU at the start)."""
+
+    def __init__(self, beta: float = 1.0, dtype=np.float32):
+        super().__init__()
+        self.add_param("beta", init.ones((1,), dtype) * check_number("beta", beta, finite=True))
+
+    def forward(self, x):
+        y, cache = swish_forward(x, self.beta)
+        self._save(cache, y)
+        return y
+
+    def backward(self, dy):
+        dx, dbeta = swish_backward(dy, self._pop_cache(dy, "dy"))
+        self._accumulate("beta", dbeta)
+        return dx
+
+
 class GEGLU(_Activation):
     """h (..., 2F) = [a | b] -> GELU(a) ⊙ b (..., F)."""
 
@@ -79,13 +101,14 @@ _MAKERS = {
     "gelu": GELU,
     "gelu_tanh": lambda: GELU(approximate="tanh"),
     "silu": SiLU,
+    "swish": Swish,
     "geglu": GEGLU,
     "swiglu": SwiGLU,
 }
 ACTIVATIONS = tuple(_MAKERS)
 
 
-def make_activation(name: str) -> Module:
-    """The activation Module for a config value: one of ACTIVATIONS."""
+def make_activation(name: str, dtype=np.float32) -> Module:
+    """The activation Module for a config value: one of ACTIVATIONS (``dtype``: Swish's β)."""
     check_choice("name", name, ACTIVATIONS)
-    return _MAKERS[name]()
+    return Swish(dtype=dtype) if name == "swish" else _MAKERS[name]()

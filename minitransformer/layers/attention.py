@@ -126,10 +126,7 @@ class MultiHeadAttention(Module):
             raise ValueError(f"rope: RoPE rotates pairs, so the head dim d_model/n_head must be even, "
                              f"got {C}/{H} = {C // H}")
         if window is not None:
-            check_int("window", window, low=1)
-            if not causal:
-                raise ValueError("window: the sliding window looks back only (it is a causal mask); "
-                                 f"expected causal=True with window={window}, got causal=False")
+            check_int("window", window, low=1)         # causal: looks back; else both ways (Longformer)
         if cross and (causal or rope or alibi or window is not None):
             raise ValueError("cross: cross-attention has no shared time axis between queries and keys; "
                              "expected causal, rope, alibi and window off, got "
@@ -141,6 +138,10 @@ class MultiHeadAttention(Module):
         self.global_positions = tuple(check_int(f"global_positions[{n}]", g, low=0)
                                       for n, g in enumerate(check_items("global_positions", global_positions)))
         masks.check_sparse_pattern(self.window, self.dilation, self.global_positions)
+        if not self.causal and (self.dilation > 1 or self.global_positions):
+            raise ValueError("dilation, global_positions: the sparse patterns are causal here; expected "
+                             f"causal=True, got causal=False with dilation={self.dilation}, "
+                             f"global_positions={self.global_positions}")
 
     def _init_dropout(self, attn_p_drop, dropout_rng) -> None:
         """Attention dropout on P: its probability and, when it is on, its generator ``self.rng``
@@ -317,9 +318,12 @@ class MultiHeadAttention(Module):
 
     # -------------------------------------------------------- masks and biases
     def _time_mask(self, T, S, xp):
-        """The causal or sliding-window mask (T, S), built once per (T, S); None if neither."""
+        """The causal, sliding-window or (not causal) bidirectional-window mask (T, S), built once
+        per (T, S); None if none applies."""
         if not self.causal:
-            return None
+            if self.window is None:
+                return None
+            return _memo(self._masks, (T, S), lambda: masks.bidirectional_window_mask(T, self.window, S, xp=xp))
         if self.window is not None:
             build = lambda: self._window_mask(T, S, xp)                          # noqa: E731
         else:

@@ -55,7 +55,7 @@ class BlockSpec:
     rope: bool = False
     rope_layout: str = "interleaved"
     alibi: bool = False
-    window: int | None = None           # sliding-window attention width
+    window: int | None = None           # sliding-window width: causal in a decoder, both ways in an encoder
     init_std: float = 0.02                   # init init_std of every weight
     out_std: float = 0.02               # init init_std of the projections that feed the residual
     # relative positions inside self-attention (layers/attention.py): None | "shaw" | "t5"
@@ -80,7 +80,7 @@ def _attention(spec: BlockSpec, rng, dtype, *, causal: bool, cross: bool,
     return MultiHeadAttention(spec.d_model, spec.n_head, n_kv_head=spec.n_kv_head, bias=spec.bias,
                               causal=causal, cross=cross, rope=spec.rope and not cross,
                               rope_layout=spec.rope_layout, alibi=spec.alibi and not cross,
-                              window=spec.window if causal else None, rng=rng, init_std=spec.init_std,
+                              window=None if cross else spec.window, rng=rng, init_std=spec.init_std,
                               out_std=spec.out_std, dtype=dtype,
                               relative=None if cross else spec.relative, relative_clip=spec.relative_clip,
                               relative_buckets=spec.relative_buckets,

@@ -29,7 +29,7 @@ class FeedForward(Module):
         rng = default_rng(rng)
         width = 2 * d_ff if activation in GATED_ACTIVATIONS else d_ff
         self.add_child("fc_in", Linear(d_model, width, bias, rng=rng, init_std=init_std, dtype=dtype))
-        self.add_child("act", make_activation(activation))
+        self.add_child("act", make_activation(activation, dtype))
         self.add_child("fc_out", Linear(d_ff, d_model, bias, rng=rng,
                                         init_std=init_std if out_std is None else out_std, dtype=dtype))
 

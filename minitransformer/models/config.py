@@ -57,10 +57,11 @@ class TransformerConfig(DictRoundTrip):
     norm: str = "layernorm"            # "layernorm" or "rmsnorm"
     norm_position: str = "pre"         # "pre" (GPT-2) or "post" (original paper, BERT)
     eps: float = 1e-5                  # the norm's eps, inside the square root
-    activation: str = "gelu_tanh"      # relu | gelu (exact, erf) | gelu_tanh | silu | geglu | swiglu
+    activation: str = "gelu_tanh"      # relu | gelu (exact, erf) | gelu_tanh | silu | swish | geglu | swiglu
     position: str = "learned"          # learned | sinusoidal | rope | alibi | shaw | t5 | none
     rope_layout: str = "interleaved"   # RoPE pairs: "interleaved" (RoFormer) or "half" (NeoX)
-    window: int | None = None          # causal sliding-window width (None = full); decoders only
+    window: int | None = None          # sliding window (None = full): decoders look back over the window
+                                       # most recent keys; EncoderConfig both ways, |i - j| < window
     p_drop: float = 0.0                # probability of dropping, residual and embedding dropout
     bias: bool = True                  # biases in the linear layers
     init_std: float = 0.02             # N(0, init_std²) initialisation of the weights
@@ -74,6 +75,7 @@ class TransformerConfig(DictRoundTrip):
     global_positions: list = ()        # positions that see and are seen by all (global + sliding window)
     attn_p_drop: float = 0.0           # attention dropout: probability of dropping an entry of P
     rope_scale: float = 1.0            # RoPE position interpolation: position m is rotated as m / rope_scale
+    share_relative_bias: bool = False  # T5: one rel_bias table per stack, shared by its layers (needs "t5")
 
     # T5's bucket rule for this family's self-attention: both ways (True) or causal (False)
     bidirectional_attention: ClassVar[bool] = True
@@ -118,6 +120,10 @@ class TransformerConfig(DictRoundTrip):
         self.global_positions = [check_int(f"global_positions[{n}]", g, low=0, high=self.block_size - 1)
                                  for n, g in enumerate(check_items("global_positions", self.global_positions))]
         check_sparse_pattern(self.window, self.dilation, self.global_positions)
+        check_bool_field("share_relative_bias", self.share_relative_bias)
+        if self.share_relative_bias and self.position != "t5":
+            raise ValueError("share_relative_bias: shares T5's relative bias table; expected position='t5', "
+                             f"got position={self.position!r}")
 
     @property
     def head_dim(self) -> int:
@@ -166,16 +172,22 @@ class EncoderConfig(TransformerConfig):
     n_classes: int = 0                 # sequence-classification head on the first token; 0 = none
     pad_id: int = 0                    # the padding token id, for the attention mask
     pooler: bool = False               # BERT's pooler tanh(h[:, 0] W + b); the "cls" head then reads it
+    embed_dim: int | None = None       # E: ALBERT's factorised embeddings at width E, then a Linear E -> C
+    share_layers: bool = False         # ALBERT: every block shares the first block's parameters
+    rtd_head: bool = False             # ELECTRA's discriminator: a "replaced?" logit per token (head="rtd")
 
     def __post_init__(self):
         super().__post_init__()
-        if self.window is not None:
-            raise ValueError("window: sliding windows are causal here and the encoder "
-                             f"attends both ways; expected None, got {self.window}")
+        if self.dilation > 1 or self.global_positions:
+            raise ValueError("dilation, global_positions: the sparse patterns are causal; an encoder's "
+                             f"window is bidirectional; expected neither, got dilation={self.dilation}, "
+                             f"global_positions={self.global_positions}")
         for name in ("type_vocab_size", "n_classes", "pad_id"):
             check_int(name, getattr(self, name), low=0)
-        for name in ("embedding_norm", "mlm_head", "pooler"):
+        for name in ("embedding_norm", "mlm_head", "pooler", "share_layers", "rtd_head"):
             check_bool_field(name, getattr(self, name))
+        if self.embed_dim is not None:
+            check_int("embed_dim", self.embed_dim, low=1)
 
 
 @dataclass

@@ -22,6 +22,7 @@ from ..layers.norm import make_norm
 from ..validate import check_int
 from .config import TransformerConfig
 from .embeddings import InputEmbedding
+from .sharing import share_parameters
 
 
 class DecoderCache:
@@ -67,6 +68,8 @@ class DecoderStack(Module):
         self.add_child("blocks", ModuleList(
             DecoderBlock(spec, cross=cross, rng=rng, dropout_rng=dropout_rng, dtype=dtype)
             for _ in range(config.n_layer)))
+        if config.share_relative_bias:
+            share_parameters(self.blocks, lambda name: name.endswith("rel_bias"))
         if config.norm_position == "pre":
             self.add_child("norm_f", make_norm(config.norm, C, config.eps, dtype))
         self.add_child("head", LMHead(C, V, rng=rng, init_std=config.init_std, dtype=dtype))

@@ -13,9 +13,16 @@ Heads, chosen per call with ``head=``:
 
 BERT is expressible exactly: post-norm, exact GELU, learned positions,
 token-type embeddings, an embedding LayerNorm, eps from the config, and the
-pooler (functional/pooler.py) when ``pooler=True``.
+pooler (functional/pooler.py) when ``pooler=True``. ALBERT (Lan et al. 2020) too:
+``embed_dim`` = E embeds at width E and projects to C with a Linear (E·V + E·C parameters
+instead of C·V; the MLM head goes back to width E for the tied output matrix), and
+``share_layers`` ties every block to the first (models/sharing.py). ELECTRA (Clark et
+al. 2020): ``rtd_head`` adds the replaced-token-detection head; its loss is a binary
+cross-entropy per token (training/loss.py has the multi-class one, not this).
 """
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
@@ -30,6 +37,7 @@ from ..layers.pooler import Pooler
 from ..validate import check_choice, check_same_shape
 from .config import EncoderConfig, TransformerConfig
 from .embeddings import InputEmbedding
+from .sharing import share_parameters
 from .gpt import dropout_generator
 
 
@@ -39,11 +47,11 @@ class MLMHead(Module):
     def __init__(self, config: TransformerConfig, *, rng, dtype):
         super().__init__()
         C = config.d_model
-        self.add_child("dense", Linear(C, C, rng=rng, init_std=config.init_std, dtype=dtype))
-        self.add_child("act", make_activation("gelu" if config.activation in ("geglu", "swiglu")
-                                              else config.activation))
-        self.add_child("norm", make_norm(config.norm, C, config.eps, dtype))
-        self.add_child("decoder", LMHead(C, config.vocab_size, bias=True, rng=rng,
+        E = getattr(config, "embed_dim", None) or C                     # ALBERT: back to the embedding width
+        self.add_child("dense", Linear(C, E, rng=rng, init_std=config.init_std, dtype=dtype))
+        self.add_child("act", make_activation(_plain_activation(config)))
+        self.add_child("norm", make_norm(config.norm, E, config.eps, dtype))
+        self.add_child("decoder", LMHead(E, config.vocab_size, bias=True, rng=rng,
                                          init_std=config.init_std, dtype=dtype))
 
     def forward(self, h):
@@ -51,6 +59,31 @@ class MLMHead(Module):
 
     def backward(self, dlogits):
         return self.dense.backward(self.act.backward(self.norm.backward(self.decoder.backward(dlogits))))
+
+
+def _plain_activation(config) -> str:
+    """A head's activation: the config's; GELU where the config's is gated (it needs 2F inputs);
+    SiLU for Swish (the heads keep no β of their own)."""
+    if config.activation == "swish":
+        return "silu"
+    return "gelu" if config.activation in ("geglu", "swiglu") else config.activation
+
+
+class RTDHead(Module):
+    """ELECTRA's discriminator head: logit_j = act(h_j W_d + b_d) w_r + b_r, (B, S, C) -> (B, S)."""
+
+    def __init__(self, config: TransformerConfig, *, rng, dtype):
+        super().__init__()
+        C = config.d_model
+        self.add_child("dense", Linear(C, C, rng=rng, init_std=config.init_std, dtype=dtype))
+        self.add_child("act", make_activation(_plain_activation(config)))
+        self.add_child("out", Linear(C, 1, rng=rng, init_std=config.init_std, dtype=dtype))
+
+    def forward(self, h):
+        return self.out.forward(self.act.forward(self.dense.forward(h)))[..., 0]     # (B, S)
+
+    def backward(self, dlogits):
+        return self.dense.backward(self.act.backward(self.out.backward(dlogits[..., None])))
 
 
 class Encoder(Module):
@@ -64,16 +97,25 @@ class Encoder(Module):
         self.config = config
         C = config.d_model
         bert = isinstance(config, EncoderConfig)
+        E = config.embed_dim if bert and config.embed_dim else C           # the embeddings' width
         self.add_child("embed", InputEmbedding(
-            config.vocab_size, C, config.block_size, config.position,
+            config.vocab_size, E, config.block_size, config.position,
             type_vocab_size=config.type_vocab_size if bert else 0,
             scale=C ** 0.5 if scale_embeddings else 1.0,
             norm=config.norm if bert and config.embedding_norm else None, eps=config.eps,
             p_drop=config.p_drop, rng=init_rng, dropout_rng=dropout_rng, init_std=config.init_std,
             dtype=dtype))
+        if bert and config.embed_dim:
+            self.add_child("embed_proj", Linear(E, C, rng=init_rng, init_std=config.init_std, dtype=dtype))
         spec = config.block_spec()
+        if not bert:                    # the seq2seq encoder: its config's window is the decoder's
+            spec = replace(spec, window=None)
         self.add_child("blocks", ModuleList(EncoderBlock(spec, rng=init_rng, dropout_rng=dropout_rng,
                                                          dtype=dtype) for _ in range(config.n_layer)))
+        if bert and config.share_layers:
+            share_parameters(self.blocks)
+        elif config.share_relative_bias:
+            share_parameters(self.blocks, lambda name: name.endswith("rel_bias"))
         if config.norm_position == "pre":
             self.add_child("norm_f", make_norm(config.norm, C, config.eps, dtype))
         if bert and config.mlm_head:
@@ -81,6 +123,8 @@ class Encoder(Module):
             self.mlm_head.decoder.tie("W", self.embed.tok, "W")
         if bert and config.pooler:
             self.add_child("pool_head", Pooler(C, rng=init_rng, init_std=config.init_std, dtype=dtype))
+        if bert and config.rtd_head:
+            self.add_child("rtd_head", RTDHead(config, rng=init_rng, dtype=dtype))
         if bert and config.n_classes:
             self.add_child("cls_head", Linear(C, config.n_classes, rng=init_rng,
                                               init_std=config.init_std, dtype=dtype))
@@ -90,14 +134,16 @@ class Encoder(Module):
 
         Returns hidden states (B, S, C), the logits of ``head`` ("mlm", "cls"), or the pooled (B, C) ("pool").
         """
-        check_choice("head", head, (None, "mlm", "cls", "pool"))
+        check_choice("head", head, (None, "mlm", "cls", "pool", "rtd"))
         if head is not None and f"{head}_head" not in self.children:
             raise ValueError(f"head: this encoder has no {head!r} head (see EncoderConfig)")
         key_padding_mask = None
         if attention_mask is not None:
             check_same_shape("attention_mask", attention_mask, ids.shape)
             key_padding_mask = attention_mask.astype(bool)
-        x = self.embed.forward(ids, token_type_ids)                       # (B, S, C)
+        x = self.embed.forward(ids, token_type_ids)                       # (B, S, C), or (B, S, E)
+        if "embed_proj" in self.children:
+            x = self.embed_proj.forward(x)                                # (B, S, C)
         for block in self.blocks:
             x = block.checkpointed_forward(x, key_padding_mask)           # (B, S, C)
         if "norm_f" in self.children:
@@ -106,6 +152,8 @@ class Encoder(Module):
             out = self.mlm_head.forward(x)                                # (B, S, V)
         elif head == "pool":
             out = self.pool_head.forward(x)                               # (B, C)
+        elif head == "rtd":
+            out = self.rtd_head.forward(x)                                # (B, S)
         elif head == "cls" and "pool_head" in self.children:
             out = self.cls_head.forward(self.pool_head.forward(x))        # (B, n_classes)
         elif head == "cls":
@@ -123,6 +171,8 @@ class Encoder(Module):
             dx = self.mlm_head.backward(dout)                             # (B, S, C)
         elif head == "pool":
             dx = self.pool_head.backward(dout)                            # (B, S, C)
+        elif head == "rtd":
+            dx = self.rtd_head.backward(dout)                             # (B, S, C)
         elif head == "cls" and "pool_head" in self.children:
             dx = self.pool_head.backward(self.cls_head.backward(dout))    # (B, S, C)
         elif head == "cls":
@@ -133,6 +183,8 @@ class Encoder(Module):
             dx = self.norm_f.backward(dx)
         for block in reversed(list(self.blocks)):
             dx = block.checkpointed_backward(dx)
+        if "embed_proj" in self.children:
+            dx = self.embed_proj.backward(dx)                             # (B, S, E)
         self.embed.backward(dx)
         return None
 

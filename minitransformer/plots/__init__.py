@@ -8,6 +8,7 @@ gelu_forward, a mask figure calls causal_mask.
     positions.py     sinusoidal_encoding, rope_figure
     alibi.py         alibi_figure
     gqa.py           gqa_figure (MHA / GQA / MQA: head sharing, KV-cache size)
+    costs.py         costs_figure (the presets' KV cache per sequence, attention's share of the FLOPs)
     activations.py   activation_curves, gelu_difference
     masks.py         causal_table, key_padding_figure, attention_patterns
     attention.py     attention_map, attention_grid

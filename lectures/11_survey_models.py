@@ -1,0 +1,312 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+# ---
+
+# %% [markdown]
+# # Lecture 11: what the survey names, computed
+#
+# The survey deck walks from Bahdanau's attention to LLaMA-2. This lecture computes the
+# pieces of that story the earlier lectures left out, each with the package:
+#
+# | section | what | in the package |
+# |---|---|---|
+# | additive attention | Bahdanau's $e_{ij} = v^\top \tanh(W s_i + U h_j)$ | `functional/additive_attention.py`, `layers/additive_attention.py` |
+# | notable models | presets and exact parameter counts: GPT-2, LLaMA-2, ALBERT, DistilBERT, T5, ELECTRA | `models/presets.py` |
+# | what they cost | KV-cache bytes, FLOPs per token, GQA's saving | `models/costs.py`, `plots/costs.py` |
+# | Swish | $x\,\sigma(\beta x)$ with a learned β (SiLU is β = 1) | `swish_forward`, `activation="swish"` |
+# | word tokens | one id per word, and what an unknown word costs | `tokenizers/word.py` |
+# | encoder windows | Longformer's local attention, both ways | `bidirectional_window_mask`, `EncoderConfig(window=)` |
+# | the decks' claims, measured | LayerNorm vs none; RMSNorm's speed vs LayerNorm's | |
+
+# %%
+import matplotlib
+matplotlib.use("Agg")                    # figures go to files, never to a window
+import time
+
+import numpy as np
+
+from _lecture import FAST, OUT, show_png       # fast-mode switch; where figures go (lectures/_lecture.py)
+from _quiz import check, summary
+from minitransformer.functional.additive_attention import (additive_attention_backward,
+                                                           additive_attention_forward)
+from minitransformer.functional.activations import silu_forward, swish_backward, swish_forward
+from minitransformer.functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
+from minitransformer.functional.masks import bidirectional_window_mask, sliding_window_mask
+from minitransformer.functional.norm import (layernorm_backward, layernorm_forward, rmsnorm_backward,
+                                             rmsnorm_forward)
+from minitransformer.gradcheck import check_pair
+from minitransformer.layers.module import Module
+from minitransformer.models import GPT, Encoder, EncoderConfig, GPTConfig
+from minitransformer.models.costs import flops_per_token, kv_cache_bytes, matmul_parameters
+from minitransformer.models.presets import count_parameters, notable_models_markdown, preset
+from minitransformer.optim.optimizers import AdamW
+from minitransformer.plots.costs import costs_figure
+from minitransformer.tokenizers import CharTokenizer, WordTokenizer
+from minitransformer.training.data import load_text, random_batch, train_val_split
+np.set_printoptions(precision=4, suppress=True)
+
+# %% [markdown]
+# ## Additive attention (Bahdanau, Cho & Bengio 2015)
+#
+# Before the dot product, a decoder state $s_i$ scored an encoder state $h_j$ with a small
+# network, and the context was the weighted sum of the encoder states:
+#
+# $$e_{ij} = v^\top \tanh(W s_i + U h_j), \qquad \alpha_{ij} = \mathrm{softmax}_j(e_{ij}), \qquad
+# c_i = \sum_j \alpha_{ij} h_j .$$
+#
+# One query, three keys: the energies by hand, then the library.
+
+# %%
+rng = np.random.default_rng(0)
+s = rng.standard_normal((1, 1, 3))               # (B, T, Cs) one decoder state
+h = rng.standard_normal((1, 3, 2))               # (B, S, Ch) three encoder states
+W, U, v = rng.standard_normal((3, 4)), rng.standard_normal((2, 4)), rng.standard_normal(4)
+energies = np.array([v @ np.tanh(W.T @ s[0, 0] + U.T @ h[0, j]) for j in range(3)])   # by hand
+alpha_by_hand = np.exp(energies - energies.max()) / np.exp(energies - energies.max()).sum()
+c, cache = additive_attention_forward(s, h, W, U, v)
+print("energies e_1j:", energies, "\nalpha by hand:", alpha_by_hand, "\nalpha, library:", cache.alpha[0, 0])
+print("context c_1 = Σ α_j h_j:", c[0, 0], "=", alpha_by_hand @ h[0])
+
+# %% [markdown]
+# The cost: the energies need a $(T, S, A)$ tensor of hidden units, $T \cdot S \cdot A$
+# tanh's, where the dot product needs one matrix product. The backward runs through the
+# tanh and both projections; the gradient check compares it with central differences
+# (every input, a random upstream gradient).
+
+# %%
+mask = np.array([[[True, True, False]]])          # the third key hidden
+result = check_pair(additive_attention_forward, additive_attention_backward,
+                    {"s": s, "h": h, "W": W, "U": U, "v": v, "mask": mask}, wrt=("s", "h", "W", "U", "v"))
+print(result)
+masked_c, masked_cache = additive_attention_forward(s, h, W, U, v, mask)
+print("with the third key masked, alpha:", masked_cache.alpha[0, 0])
+
+# %% [markdown]
+# ## Notable models: presets and exact parameter counts
+#
+# `preset(name)` is the config of a published model; `count_parameters` adds up the shapes
+# without allocating anything, so a 70-billion-parameter model costs nothing to count.
+# Each count is tested against its published number (tests/test_presets.py). ALBERT's two
+# ideas are config fields here: factorised embeddings (`embed_dim=128`, then a
+# projection to 768) and one block shared by all layers (`share_layers=True`).
+
+# %%
+print(notable_models_markdown())
+bert, albert = count_parameters(preset("bert-base")), count_parameters(preset("albert-base"))
+print(f"\nALBERT-base has {albert:,} parameters, {bert / albert:.1f}× fewer than BERT-base's {bert:,}")
+
+# %% [markdown]
+# ## What a decoder costs: the KV cache and the FLOPs per token
+#
+# Decoding keeps each layer's keys and values: $2 \cdot n_\text{layer} \cdot G \cdot D$
+# numbers a token. LLaMA-2-70B has $G = 8$ kv heads for its 64 query heads (grouped-query
+# attention): in float16 that is $2 \cdot 80 \cdot 8 \cdot 128 \cdot 2$ bytes a token, 8×
+# less than with 64 kv heads. A forward pass costs about $2N$ FLOPs a token (a multiply and
+# an add per weight) plus attention's $2\, n_\text{layer}\, T\, C$; training about three
+# times that, "6N" (Kaplan et al. 2020).
+
+# %%
+llama70, as_mha = preset("llama-2-70b"), preset("llama-2-70b", n_kv_head=None)
+per_token, per_token_mha = kv_cache_bytes(llama70), kv_cache_bytes(as_mha)
+print(f"LLaMA-2-70B KV cache: {per_token:,} bytes a token with GQA, {per_token_mha:,} without "
+      f"({per_token_mha // per_token}×); a 4096-token sequence: {kv_cache_bytes(llama70, 4096) / 2**30:.2f} GiB "
+      f"vs {kv_cache_bytes(as_mha, 4096) / 2**30:.1f} GiB")
+for name in ("gpt2-small", "llama-2-7b", "llama-2-70b"):
+    config = preset(name)
+    N, T = matmul_parameters(config), config.block_size
+    print(f"{name:12s} N = {N / 1e9:6.2f} B   forward at T = {T}: {flops_per_token(config, T) / 1e9:7.1f} GFLOPs "
+          f"(2N = {2 * N / 1e9:6.1f})   training: {flops_per_token(config, T, training=True) / 1e9:7.1f}")
+_, costs = costs_figure(path=OUT / "survey_costs.png")
+show_png(OUT / "survey_costs.png")
+
+# %% [markdown]
+# ## Swish: $x\,\sigma(\beta x)$
+#
+# Ramachandran et al. (2017) searched for activations and found $x\,\sigma(\beta x)$;
+# β = 1 is SiLU, β → ∞ tends to ReLU, β = 0 is $x/2$. With β learned, its gradient is
+# $\partial y / \partial \beta = x\, y\, (1 - \sigma(\beta x))$. `activation="swish"` puts it
+# in the FFN, one β per layer.
+
+# %%
+x = np.linspace(-4, 4, 9)
+for beta in (0.0, 1.0, 10.0):
+    print(f"β = {beta:4}:", swish_forward(x, np.array([beta]))[0])
+print("SiLU      :", silu_forward(x)[0])
+swish_check = check_pair(swish_forward, swish_backward, {"x": rng.standard_normal((3, 4)), "beta": np.array([1.7])})
+print(swish_check)
+
+# %% [markdown]
+# ## Word tokens, and what an unknown word costs
+#
+# Before subwords, a vocabulary was a list of words, and a word outside it became
+# `<unk>`. With a vocabulary of the training text's most frequent pieces, how much of the
+# held-out text is unknown? Characters never have that problem (lecture 8), BPE neither.
+
+# %%
+text = load_text()
+split = int(0.9 * len(text))
+train_text, held_out = text[:split], text[split:]
+words = WordTokenizer.from_text(train_text, max_size=5000)
+chars = CharTokenizer.from_text(text)
+unknown = words.unknown_rate(held_out)
+print(f"{words.vocab_size} word pieces: {unknown:.1%} of the held-out pieces are <unk>;"
+      f" a sentence goes to {len(words.encode(held_out[:200]))} word ids or {len(chars.encode(held_out[:200]))} characters")
+print(repr(words.decode(words.encode(held_out[:120]))))
+
+# %% [markdown]
+# ## Encoder windows both ways (Longformer)
+#
+# A causal window lets query $i$ see the `window` most recent keys; an encoder's window
+# looks both ways: key $j$ is visible when $|i - j| < \text{window}$. Stacking layers widens
+# what a token can reach: $L$ layers reach $L(\text{window} - 1)$ positions each way.
+
+# %%
+print("bidirectional, window 2:\n", bidirectional_window_mask(6, 2).astype(int))
+print("causal, window 2:\n", sliding_window_mask(6, 2).astype(int))
+reach = {}
+for n_layer in (1, 2):
+    encoder = Encoder(EncoderConfig(vocab_size=9, block_size=12, n_layer=n_layer, n_head=2, d_model=8, window=2,
+                                    position="none", mlm_head=False, init_std=0.4), rng=0, dtype=np.float64)
+    tokens = np.arange(12)[None] % 9
+    changed = tokens.copy()
+    changed[0, 6] = 0
+    moved = np.abs(encoder.forward(changed) - encoder.forward(tokens)).max(axis=-1)[0]
+    reach[n_layer] = np.flatnonzero(moved).tolist()
+    print(f"{n_layer} layer(s): changing token 6 moves positions {reach[n_layer]}")
+
+# %% [markdown]
+# ## The decks' claims, measured
+#
+# **"LayerNorm makes deep Transformers trainable."** Train a tiny post-norm character GPT
+# (4 layers, 64 wide) with its norms, and again with every norm replaced by the identity,
+# same data, same seed, same learning rate. (Random batches of Python's help topics; a
+# few hundred steps, so this is a hint, not a study.) Over the first steps the two runs
+# are alike; by 150 steps the run without norms lagged behind when this was written
+# (mean loss 2.68 with LayerNorm, 3.18 without). In fast mode (20 steps) they are still
+# together: read the printed numbers, not this sentence.
+
+# %%
+class Identity(Module):
+    """No normalisation: y = x, dx = dy."""
+
+    def forward(self, x):
+        return x
+
+    def backward(self, dy):
+        return dy
+
+
+corpus = CharTokenizer.from_text(text)
+train_ids, _ = train_val_split(np.asarray(corpus.encode(text)))
+norm_steps = 20 if FAST else 200
+
+
+def train_tiny(with_norm: bool, steps: int) -> list[float]:
+    model = GPT(GPTConfig(vocab_size=corpus.vocab_size, block_size=32, n_layer=4, n_head=4, d_model=64,
+                          norm_position="post"), rng=0)
+    if not with_norm:
+        for _, module in list(model.named_modules()):
+            if "norm" in module.children:
+                module.children["norm"] = Identity()
+    optimizer, batches, losses = AdamW(model.parameters(), lr=3e-3), np.random.default_rng(0), []
+    for _ in range(steps):
+        xb, yb = random_batch(train_ids, 32, 16, batches)
+        model.zero_grad()
+        loss, ce = cross_entropy_forward(model.forward(xb), yb)
+        model.backward(cross_entropy_backward(1.0, ce))
+        optimizer.step()
+        losses.append(float(loss))
+    return losses
+
+
+start = time.perf_counter()
+with_ln, without_ln = train_tiny(True, norm_steps), train_tiny(False, norm_steps)
+print(f"{norm_steps} steps in {time.perf_counter() - start:.1f} s; loss at step 0: {with_ln[0]:.3f} / {without_ln[0]:.3f}")
+print(f"mean loss of the last 10 steps: with LayerNorm {np.mean(with_ln[-10:]):.3f}, "
+      f"without {np.mean(without_ln[-10:]):.3f}")
+
+# %% [markdown]
+# **"RMSNorm is faster than LayerNorm"** (Zhang & Sennrich 2019 report 7-64 % on their
+# models): it skips the mean and the β. Timed here on one array, the plain NumPy pairs,
+# forward + backward; the number depends on the machine, so it is printed, not asserted.
+
+# %%
+xs = np.random.default_rng(1).standard_normal((16 if FAST else 64, 128, 512)).astype(np.float32)
+gamma, beta_ln, dy = np.ones(512, np.float32), np.zeros(512, np.float32), np.ones_like(xs)
+
+
+def best_time(fn, repeats: int = 3 if FAST else 10) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+t_ln = best_time(lambda: layernorm_backward(dy, layernorm_forward(xs, gamma, beta_ln)[1]))
+t_rms = best_time(lambda: rmsnorm_backward(dy, rmsnorm_forward(xs, gamma)[1]))
+print(f"LayerNorm {1e3 * t_ln:.1f} ms, RMSNorm {1e3 * t_rms:.1f} ms (forward + backward, {xs.shape}): "
+      f"RMSNorm takes {t_rms / t_ln:.0%} of LayerNorm's time here")
+
+# %% [markdown]
+# ## Quiz
+#
+# **Question 1.** How many parameters does GPT-2 small's token embedding hold
+# (V = 50257, C = 768)? It is also the output matrix (tied).
+
+# %%
+answer_1 = None  # your answer
+
+# %%
+check("1", answer_1, 50257 * 768, hint="V × C")
+
+# %% [markdown]
+# **Question 2.** LLaMA-2-7B has 32 layers, 32 kv heads of 128 numbers. How many bytes
+# does its KV cache hold per token in float16?
+
+# %%
+answer_2 = None  # your answer
+
+# %%
+check("2", answer_2, kv_cache_bytes(preset("llama-2-7b")), hint="2 (K and V) · layers · kv heads · D · 2 bytes")
+
+# %% [markdown]
+# **Question 3.** Swish at β = 0: what is swish(4)?
+
+# %%
+answer_3 = None  # your answer
+
+# %%
+check("3", answer_3, float(swish_forward(np.array([4.0]), np.array([0.0]))[0][0]), hint="σ(0) = 1/2")
+
+# %% [markdown]
+# **Question 4.** An encoder with window 3 (|i − j| < 3): how many keys does a query in the
+# middle of a long sequence see?
+
+# %%
+answer_4 = None  # your answer
+
+# %%
+check("4", answer_4, int(bidirectional_window_mask(20, 3)[10].sum()), hint="2 on each side, and itself")
+summary()
+
+# %% [markdown]
+# ## What this lecture claimed, checked
+
+# %%
+assert np.allclose(cache.alpha[0, 0], alpha_by_hand, rtol=1e-12) and np.allclose(c[0, 0], alpha_by_hand @ h[0])
+assert result.ok and swish_check.ok and masked_cache.alpha[0, 0, 2] == 0
+assert count_parameters(preset("gpt2-small")) == 124_439_808
+assert count_parameters(preset("llama-2-7b")) == 6_738_415_616
+assert per_token == 2 * 80 * 8 * 128 * 2 and per_token_mha == 8 * per_token
+assert np.array_equal(swish_forward(x, np.array([1.0]))[0], silu_forward(x)[0])
+assert 0 < unknown < 0.5 and words.decode(words.encode("the")) == "the"
+assert reach[1] == [5, 6, 7] and reach[2] == [4, 5, 6, 7, 8]
+assert np.isfinite(with_ln).all() and len(without_ln) == norm_steps
+print("lecture 11: all claims check out")
