@@ -267,12 +267,12 @@ UFUNCS = ("add", "subtract", "multiply", "divide", "true_divide", "negative", "e
           "log1p", "sqrt", "abs", "absolute", "tanh", "sin", "cos", "maximum", "minimum", "fmax", "fmin",
           "copysign", "not_equal", "equal", "less", "greater", "logical_and", "logical_or",
           "logical_not", "isneginf", "isposinf", "isfinite", "isnan", "reciprocal", "square", "sign",
-          "power", "matmul")
+          "power", "matmul", "frexp", "ldexp")
 FUNCTIONS = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like",
              "arange", "eye", "where", "take", "einsum", "moveaxis", "swapaxes", "argsort", "flatnonzero",
              "copyto", "vdot", "dot", "concatenate", "stack", "broadcast_to", "sum", "clip",
              "ascontiguousarray", "tril", "triu", "cumsum", "argmax", "sort", "searchsorted", "repeat")
-CONSTANTS = ("float16", "float32", "float64", "int32", "int64", "bool_", "inf", "pi", "newaxis", "e")
+CONSTANTS = ("float16", "float32", "float64", "int32", "int64", "bool_", "inf", "pi", "newaxis", "e", "finfo")
 ALLOWED = UFUNCS + FUNCTIONS + CONSTANTS + ("asarray", "random")
 
 

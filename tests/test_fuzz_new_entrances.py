@@ -104,7 +104,7 @@ def _functional():
 
 # ------------------------------------------------------------------ Modules
 def _module_entrances():
-    from minitransformer.layers import kv_cache
+    from minitransformer.generation import sink_cache
     from minitransformer.layers.cls_token import ClsToken
     from minitransformer.layers.feature_tokenizer import FeatureTokenizer
     from minitransformer.layers.grid_positions import GridPositionEmbedding
@@ -151,8 +151,8 @@ def _module_entrances():
     grid = {"grid_height": 2, "grid_width": 3, "d_model": 4, "rng": 0}
     yield "GridPositionEmbedding()", entrance(GridPositionEmbedding, lambda: dict(grid))
     yield "GridPositionEmbedding.backward", _module_backward(GridPositionEmbedding, grid, lambda: ())
-    yield "SinkKVCache()", entrance(kv_cache.SinkKVCache, lambda: {"n_sink": 1, "window": 2})
-    yield "SinkKVCache.append", entrance(lambda k_new, v_new: kv_cache.SinkKVCache(1, 2).append(k_new, v_new),
+    yield "SinkKVCache()", entrance(sink_cache.SinkKVCache, lambda: {"n_sink": 1, "window": 2})
+    yield "SinkKVCache.append", entrance(lambda k_new, v_new: sink_cache.SinkKVCache(1, 2).append(k_new, v_new),
                                          lambda: {"k_new": f32(1, 2, 1, 4), "v_new": f32(1, 2, 1, 4)})
 
 

@@ -59,4 +59,4 @@ def _row_scale(x):
 def _eps_scaled(eps: float, s):
     """eps / s² per row (..., 1), at least the smallest subnormal, so √(0 + eps/s²) is never 0."""
     xp = get_xp(s)
-    return xp.maximum(eps / s / s, xp.finfo(s.dtype).smallest_subnormal)  # (..., 1)
+    return xp.maximum(eps / s / s, float(xp.finfo(s.dtype).smallest_subnormal))  # (..., 1)
