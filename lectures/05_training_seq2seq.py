@@ -85,13 +85,13 @@ for b in range(3):
 # module, and read $q$ back from its gradient, $d\ell/dz = p - q$.
 
 # %%
-eps = 0.1
+smoothing = 0.1
 z = np.array([[2.0, -1.0, 0.5, 0.0, 1.0]])                 # (N=1, 5) logits
 y = np.array([0])
-loss, ce_cache = cross_entropy_forward(z, y, smoothing=eps)
+loss, ce_cache = cross_entropy_forward(z, y, smoothing=smoothing)
 Vz = z.shape[1]
 p_math = [math.exp(zc) / sum(math.exp(zj) for zj in z[0]) for zc in z[0]]
-q_math = [(1 - eps) * (c == y[0]) + eps / Vz for c in range(Vz)]
+q_math = [(1 - smoothing) * (c == y[0]) + smoothing / Vz for c in range(Vz)]
 loss_math = -sum(qc * math.log(pc) for qc, pc in zip(q_math, p_math))
 q_from_gradient = softmax_forward(z)[0][0] - cross_entropy_backward(1.0, ce_cache)[0]   # p - (p - q)
 print(f"cross_entropy_forward: {float(loss):.12f} | formula: {loss_math:.12f}")
@@ -102,12 +102,12 @@ def entropy(probs):
     return -sum(pc * math.log(pc) for pc in probs if pc > 0)
 
 
-q_V = [(1 - eps) * (c == 0) + eps / V for c in range(V)]  # the smoothed target for our task, V = 13
+q_V = [(1 - smoothing) * (c == 0) + smoothing / V for c in range(V)]  # the smoothed target for our task, V = 13
 floor = entropy(q_V)
-loss_at_q = float(cross_entropy_forward(np.log(np.array([q_V])), np.array([0]), smoothing=eps)[0])
+loss_at_q = float(cross_entropy_forward(np.log(np.array([q_V])), np.array([0]), smoothing=smoothing)[0])
 print(f"with V = {V}: the smallest possible smoothed loss H(q) = {floor:.4f}; "
       f"the loss at p = q: {loss_at_q:.4f}")
-label_smoothing(V=8, smoothing=eps, path=OUT / "05_label_smoothing.png")
+label_smoothing(V=8, smoothing=smoothing, path=OUT / "05_label_smoothing.png")
 show_png(OUT / "05_label_smoothing.png")
 
 # %% [markdown]
@@ -144,12 +144,12 @@ steps, width, batch = (40, 32, 32) if FAST else (400, 64, 64)
 config = Seq2SeqConfig(vocab_size=V, block_size=10, n_layer=2, n_head=4, d_model=width)
 model = Seq2Seq(config, rng=0)
 task = SequenceTaskData("reverse", V, (3, 8), batch, n_val=200, seed=0)
-train_config = TrainConfig(steps=steps, lr=3e-3, warmup_steps=steps // 10, smoothing=eps,
+train_config = TrainConfig(steps=steps, lr=3e-3, warmup_steps=steps // 10, smoothing=smoothing,
                            eval_interval=steps, log_interval=max(steps // 5, 1), final_eval_batches=5)
 print(f"{model.num_parameters():,} parameters, {steps} steps")
 result = train(model, task, train_config)
 losses = np.array([loss for _, loss in result.history])
-print(f"training loss (smoothed, ε = {eps}): first 10 steps {losses[:10].mean():.3f}, "
+print(f"training loss (smoothed, ε = {smoothing}): first 10 steps {losses[:10].mean():.3f}, "
       f"last 10 steps {losses[-10:].mean():.3f}; floor H(q) = {floor:.3f}")
 print(f"held-out loss (no smoothing): {result.final_val_loss:.3f}")
 loss_curve(result.history, result.evals, path=OUT / "05_loss.png")

@@ -409,7 +409,7 @@ assert GPTConfig(position="rope", rope_scale=2.0).rope_scale == 2.0
 # %%
 from minitransformer.generation.generate import generate
 from minitransformer.generation.streaming import streaming_nll
-from minitransformer.layers import SinkKVCache
+from minitransformer.generation import SinkKVCache
 from minitransformer.plots.context import sinks_figure
 from _lecture import show_png
 

@@ -57,8 +57,8 @@ def test_masks_without_a_causal_shape_take_the_whole_path(monkeypatch):
 
 def test_training_sizes_take_the_path_and_short_sequences_do_not():
     """With the shipped constants: T = 128 (config b) in 2 blocks of 64 rows, T = 256 (config c) and
-    longer in 4; T = 64 (config a) and shorter whole (blocks of fewer rows measured no faster in a
-    training step)."""
+    longer in 4; T = 64 (config a) and shorter whole (blocks of fewer rows are no faster in a
+    training step: benchmarks/RESULTS.md)."""
     assert [b[:2] for b in attention_blocks.query_blocks(128, 128)] == [(0, 64), (64, 128)]
     assert [b[:2] for b in attention_blocks.query_blocks(256, 256)] == [(0, 64), (64, 128), (128, 192), (192, 256)]
     assert len(attention_blocks.query_blocks(1024, 1024)) == 4

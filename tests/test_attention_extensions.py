@@ -23,7 +23,8 @@ from minitransformer.gradcheck import check_module, check_pair
 from minitransformer.functional.softmax import log_softmax_forward
 from minitransformer.generation.generate import generate
 from minitransformer.generation.streaming import streaming_nll
-from minitransformer.layers import KVCache, MultiHeadAttention, SinkKVCache
+from minitransformer.generation import SinkKVCache, rolling_cache
+from minitransformer.layers import KVCache, MultiHeadAttention
 from minitransformer.models import GPT, GPTConfig
 from minitransformer.optim import AdamW
 from strategies import forward_in_chunks, normal_array, seeds
@@ -353,8 +354,8 @@ def test_rolling_cache_refusals_are_clear():
         generate(_streaming_model("rope"), prompt, 10, cache_window=6, n_sink=4)
     with pytest.raises(ValueError, match="cache_window: a rolling cache needs use_cache=True"):
         generate(_streaming_model("rope"), prompt, 10, cache_window=4, use_cache=False)
-    with pytest.raises(ValueError, match="n_sink: attention sinks belong to a rolling cache"):
-        _streaming_model("rope").new_cache(n_sink=2)
+    with pytest.raises(ValueError, match="window: the cache slots n_sink \\+ window must fit block_size=8"):
+        rolling_cache(_streaming_model("rope"), n_sink=2, window=7)
 
 
 def test_sinks_figure_data(tmp_path):

@@ -37,18 +37,18 @@ def _hand_log_softmax(z):
 # Step h = 1e-5 instead of 1e-6: the mean over N rows makes each gradient entry ~1/N
 # while the loss stays ~log V, so round-off (1e-16 · log V / h) is what limits the check;
 # log-sum-exp is smooth (O(1) third derivatives), so the larger step costs only ~h² = 1e-10.
-@given(lead=shapes(min_dims=1, max_dims=3, max_side=3), V=st.integers(2, 6), eps=smoothings,
+@given(lead=shapes(min_dims=1, max_dims=3, max_side=3), V=st.integers(2, 6), smoothing=smoothings,
        scale=logit_scales, seed=seeds)
-def test_cross_entropy_pair_gradients(lead, V, eps, scale, seed):
+def test_cross_entropy_pair_gradients(lead, V, smoothing, scale, seed):
     inputs = {"logits": normal_array(seed + 1, lead + (V,), scale), "targets": _targets(seed + 2, lead, V)}
     result = check_pair(cross_entropy_forward, cross_entropy_backward, inputs, wrt=("logits",),
-                        kwargs={"smoothing": eps}, seed=seed, tol=TOL, h=1e-5)
+                        kwargs={"smoothing": smoothing}, seed=seed, tol=TOL, h=1e-5)
     assert result.ok, str(result)
 
 
-@given(V=st.integers(2, 6), eps=smoothings, seed=seeds)
-def test_cross_entropy_module_gradients(V, eps, seed):
-    loss_fn = CrossEntropyLoss(ignore_index=0, smoothing=eps)   # class 0 doubles as padding
+@given(V=st.integers(2, 6), smoothing=smoothings, seed=seeds)
+def test_cross_entropy_module_gradients(V, smoothing, seed):
+    loss_fn = CrossEntropyLoss(ignore_index=0, smoothing=smoothing)   # class 0 doubles as padding
     result = check_module(loss_fn, normal_array(seed + 1, (2, 3, V)), integer_ids(seed + 2, (2, 3), V),
                           seed=seed, tol=TOL, h=1e-5)             # h: see the pair test above
     assert result.ok, str(result)
@@ -65,13 +65,13 @@ def test_loss_is_mean_of_minus_log_softmax_at_kept_targets(lead, V, seed):
     np.testing.assert_allclose(loss, expected, rtol=1e-12, atol=1e-15)
 
 
-@given(V=st.integers(1, 6), eps=smoothings, seed=seeds)
-def test_label_smoothing_is_cross_entropy_with_the_smoothed_target(V, eps, seed):
+@given(V=st.integers(1, 6), smoothing=smoothings, seed=seeds)
+def test_label_smoothing_is_cross_entropy_with_the_smoothed_target(V, smoothing, seed):
     # q = (1-ε) onehot(y) + ε/V and ℓ = -Σ_c q_c log p_c, averaged over the rows.
     z, t = normal_array(seed, (4, V)), integer_ids(seed + 1, (4,), V)
-    q = (1 - eps) * np.eye(V)[t] + eps / V
+    q = (1 - smoothing) * np.eye(V)[t] + smoothing / V
     expected = np.mean(-(q * _hand_log_softmax(z)).sum(axis=-1))
-    loss, cache = cross_entropy_forward(z, t, smoothing=eps)
+    loss, cache = cross_entropy_forward(z, t, smoothing=smoothing)
     np.testing.assert_allclose(loss, expected, rtol=1e-12)
     # ... and the gradient is (softmax - q) / N.
     p = np.exp(_hand_log_softmax(z))
@@ -88,25 +88,25 @@ def test_ignored_rows_get_zero_gradient_and_the_mean_skips_them():
     np.testing.assert_allclose(dz[t != -100].sum(axis=-1), 0.0, atol=1e-15)  # p and q both sum to 1
 
 
-@pytest.mark.parametrize("eps", [0.0, 0.3])
-def test_all_ignored_batch_gives_zero_loss_and_zero_gradient(eps):
+@pytest.mark.parametrize("smoothing", [0.0, 0.3])
+def test_all_ignored_batch_gives_zero_loss_and_zero_gradient(smoothing):
     z, t = normal_array(0, (2, 3, 5)), np.full((2, 3), -100)
     z[0, 0, 0] = -np.inf                                 # even a -inf logit on an ignored row: no NaN
-    loss, cache = cross_entropy_forward(z, t, smoothing=eps)
+    loss, cache = cross_entropy_forward(z, t, smoothing=smoothing)
     assert loss.shape == () and float(loss) == 0.0
     dz = cross_entropy_backward(1.0, cache)
     assert dz.shape == z.shape and np.all(dz == 0.0)
 
 
-@given(scale=big_scales, dtype=st.sampled_from([np.float32, np.float64]), eps=smoothings, seed=seeds)
-def test_finite_for_huge_logits(scale, dtype, eps, seed):
+@given(scale=big_scales, dtype=st.sampled_from([np.float32, np.float64]), smoothing=smoothings, seed=seeds)
+def test_finite_for_huge_logits(scale, dtype, smoothing, seed):
     z, t = normal_array(seed, (3, 4, 7), scale, dtype), integer_ids(seed + 1, (3, 4), 7)
-    loss, cache = cross_entropy_forward(z, t, smoothing=eps)
+    loss, cache = cross_entropy_forward(z, t, smoothing=smoothing)
     dz = cross_entropy_backward(1.0, cache)
     assert np.isfinite(loss) and np.all(np.isfinite(dz))
     assert loss.dtype == dtype and dz.dtype == dtype
     # The float32 loss agrees with the float64 one to float32 precision (relative 1e-5).
-    loss64, _ = cross_entropy_forward(z.astype(np.float64), t, smoothing=eps)
+    loss64, _ = cross_entropy_forward(z.astype(np.float64), t, smoothing=smoothing)
     np.testing.assert_allclose(loss, loss64, rtol=1e-5)
 
 

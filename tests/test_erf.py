@@ -16,7 +16,7 @@ def _math(fn, x):
 
 # ------------------------------------------------------------------------ float64
 def test_erf_float64_within_1e_15_absolute_on_a_dense_grid():
-    # The promise of the module: 1e-15 absolute everywhere (measured: 2.2e-16, one unit
+    # The promise of the module: 1e-15 absolute everywhere (observed: 2.2e-16, one unit
     # in the last place of values near 1). [-10, 10] covers the whole curve: past
     # |x| = 6 erf is ±1 in float64.
     x = np.linspace(-10.0, 10.0, 200_001)
@@ -25,7 +25,7 @@ def test_erf_float64_within_1e_15_absolute_on_a_dense_grid():
 
 def test_erf_keeps_relative_accuracy_near_zero():
     # erf(x) ≈ 2x/√π for tiny x; 1 - erfc(x) would lose every digit there. 1e-15
-    # relative is a few units in the last place (measured 4.2e-16).
+    # relative is a few units in the last place (observed 4.2e-16).
     t = np.logspace(-300, 0, 3001)
     x = np.concatenate([t, -t])
     expected = _math(math.erf, x)
@@ -45,7 +45,7 @@ def test_erf_tails_and_special_values():
 def test_erfc_relative_accuracy_into_the_right_tail():
     # erfc(26.5) = 1.5e-307: erfc is accurate RELATIVE to its value, where 1 - erf is 0.
     # exp(-a²) inherits the rounding of a² (relative error up to a²·2⁻⁵³), hence a bound
-    # that grows with x²; measured: at most 5.5e-16·(1 + x²).
+    # that grows with x²; observed: at most 5.5e-16·(1 + x²).
     x = np.linspace(-10.0, 26.5, 100_001)
     expected = _math(math.erfc, x)
     rel = np.abs(erfc(x) - expected) / expected
@@ -61,7 +61,7 @@ def test_erfc_tails_and_special_values():
 
 @given(shape=shapes(max_dims=3), bound=st.sampled_from([0.5, 3.0, 30.0]), seed=seeds)
 def test_symmetries(shape, bound, seed):
-    # The identities hold to a rounding of the sum: measured 2.2e-16 on 2M points of
+    # The identities hold to a rounding of the sum: observed 2.2e-16 on 2M points of
     # [-30, 30]; 4.5e-16 is two units in the last place of 1.
     x = uniform_array(seed, shape, bound)
     np.testing.assert_array_equal(erf(-x), -erf(x))                   # odd, exactly
@@ -72,7 +72,7 @@ def test_symmetries(shape, bound, seed):
 # ------------------------------------------------------------------------ float32
 def test_float32_in_float32_out_and_accurate_to_float32():
     # float32 uses its own shorter table; 2e-7 is under two float32 units in the last
-    # place of values in [1, 2) (ulp 1.2e-7) — measured 1.1e-7 for erf, 1.9e-7 for erfc.
+    # place of values in [1, 2) (ulp 1.2e-7) — observed 1.1e-7 for erf, 1.9e-7 for erfc.
     x = np.linspace(-10.0, 10.0, 20_001).astype(np.float32)
     y, c = erf(x), erfc(x)
     assert y.dtype == np.float32 and c.dtype == np.float32

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from minitransformer.layers.activation import ACTIVATIONS
 from minitransformer.gradcheck import check_module
 from minitransformer.models import GPT, Encoder, EncoderConfig, GPTConfig, Seq2Seq, Seq2SeqConfig
 from minitransformer.optim import AdamW
@@ -18,7 +19,7 @@ F64 = np.float64
 
 CHOICES = {
     "position": ["learned", "sinusoidal", "rope", "alibi", "shaw", "t5", "none"],
-    "activation": ["relu", "gelu", "gelu_tanh", "silu", "geglu", "swiglu"],
+    "activation": list(ACTIVATIONS),
     "norm": ["layernorm", "rmsnorm"],
     "norm_position": ["pre", "post"],
     "n_kv_head": [None, 1, 2],

@@ -90,12 +90,12 @@ def test_warmup_cosine_curve_hits_its_landmarks():
 
 
 @settings(max_examples=8)
-@given(V=st.integers(2, 12), data=st.data(), eps=st.sampled_from([0.0, 0.05, 0.1, 0.5, 1.0]))
-def test_label_smoothing_target_is_the_formula(V, data, eps):
+@given(V=st.integers(2, 12), data=st.data(), smoothing=st.sampled_from([0.0, 0.05, 0.1, 0.5, 1.0]))
+def test_label_smoothing_target_is_the_formula(V, data, smoothing):
     target = data.draw(st.integers(0, V - 1))
-    _, d = label_smoothing(V=V, target=target, smoothing=eps)
+    _, d = label_smoothing(V=V, target=target, smoothing=smoothing)
     onehot = np.eye(V)[target]
-    np.testing.assert_allclose(d["smoothed"], (1 - eps) * onehot + eps / V, atol=1e-15)
+    np.testing.assert_allclose(d["smoothed"], (1 - smoothing) * onehot + smoothing / V, atol=1e-15)
     np.testing.assert_allclose(d["hard"], onehot, atol=1e-15)
     assert d["smoothed"].sum() == pytest.approx(1.0, abs=1e-15)
 

@@ -1,4 +1,5 @@
-"""The README's code runs as written: every Python block, and every command example.
+"""The user's guide runs as written: every Python block and every command example of
+the README and of the docs/ pages it points to for details (GUIDE).
 
 Each Python block must be complete (its own imports, a loaded model, text), so it
 runs alone, in a fresh process, in a folder where `train` has written
@@ -23,13 +24,17 @@ import pytest
 from minitransformer.backend import cupy_available
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+# The README and the guide pages it sends users to; a page added here has its code run too.
+GUIDE = ("README.md", "docs/training.md", "docs/families.md", "docs/pretrained.md")
+TEXT = {page: (ROOT / page).read_text(encoding="utf-8") for page in GUIDE}
+README = TEXT["README.md"]
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 SHORT_TRAIN = ["--steps", "3"]
 
 
-def blocks(language: str) -> list[str]:
-    return [body for lang, body in FENCE.findall(README) if lang == language]
+def blocks(language: str, pages=GUIDE) -> list[str]:
+    found = [body for page in pages for lang, body in FENCE.findall(TEXT[page]) if lang == language]
+    return list(dict.fromkeys(found))            # a block the README and a page share runs once
 
 
 def scripts() -> list[str]:
@@ -48,7 +53,7 @@ def commands() -> list[str]:
             for part in (p.strip() for p in line.split("&&")):
                 if part and "pip install" not in part and "-m pytest" not in part:
                     found.append(part)
-    return found
+    return list(dict.fromkeys(found))
 
 
 def _env() -> dict:
@@ -70,7 +75,14 @@ def workdir(tmp_path_factory) -> Path:
 
 
 def test_the_readme_has_code_to_run():
-    assert len(blocks("python")) >= 5 and len(commands()) >= 10
+    assert len(blocks("python", ["README.md"])) >= 2 and len(blocks("bash", ["README.md"])) >= 5
+    assert len(blocks("python")) >= 8 and len(commands()) >= 12
+
+
+def test_the_readme_is_a_short_guide_whose_pages_exist():
+    assert len(README.splitlines()) <= 300
+    for page in GUIDE[1:]:
+        assert f"({page})" in README, f"the README does not point to {page}"
 
 
 @pytest.mark.parametrize("index", range(len(blocks("python"))))
@@ -79,7 +91,7 @@ def test_python_block_runs(index, workdir):
     if "minilm_path()" in source:
         _needs_minilm()
     done = _run([sys.executable, "-c", source], workdir)
-    assert done.returncode == 0, f"README Python block {index} failed:\n{source}\n{done.stderr}"
+    assert done.returncode == 0, f"guide Python block {index} failed:\n{source}\n{done.stderr}"
 
 
 @pytest.mark.parametrize("command", commands())
@@ -95,8 +107,8 @@ def test_command_example_runs(command, workdir):
     if argv[1].startswith("benchmarks/"):
         argv = [argv[0], str(ROOT / argv[1]), "--help"]
     done = _run([sys.executable] + argv[1:], workdir)
-    assert done.returncode == 0, f"README command failed: {command}\n{done.stderr[-2000:]}"
-    assert done.stdout.strip(), f"README command printed nothing: {command}"
+    assert done.returncode == 0, f"guide command failed: {command}\n{done.stderr[-2000:]}"
+    assert done.stdout.strip(), f"guide command printed nothing: {command}"
 
 
 @pytest.mark.parametrize("index", range(len(scripts())))

@@ -128,7 +128,7 @@ def test_the_generated_rule_mixes_numbers_and_categories():
 
 
 def test_a_short_training_beats_chance():
-    # ~1 s of CPU; the default CLI run (wider, longer) measured in the README
+    # a short run (the default CLI run trains a wider model longer)
     model, task, _ = tabular_task(batch_size=64, seed=0, n_val=500, n_layer=1, n_head=2, d_model=16)
     train(model, task, TrainConfig(steps=150, lr=3e-3, warmup_steps=10, eval_interval=150, eval_batches=1,
                                    final_eval_batches=1), log=lambda s: None)

@@ -47,8 +47,8 @@ constant: it has no gradient of its own.
 Shapes: B batch, H query heads, G kv heads, r = H / G, T queries, S keys, D head
 dim, Dv value dim.
 
-This is the plain form. The training step calls a twin with the same arguments
-and cache that overwrites the scores in place (functional/_kernels/attention.py);
+This is the plain form. The speed wing has a twin with the same arguments and
+cache that overwrites the scores in place (minitransformer/fast/kernels/attention.py);
 a test ties the two. With attention dropout on, the twin hands over to this form.
 """
 from __future__ import annotations
@@ -92,7 +92,7 @@ def attention_forward(q, k, v, mask=None, bias=None, *, p_drop=0.0, rng=None, tr
               p_drop = 0 (the default) or training=False: none.
     Returns: out (B, H, T, Dv), AttentionCache (its ``probs`` field is P before dropout).
     """
-    B, H, T, D, n_kv_head, S = _check_inputs(q, k, v, mask, bias)
+    B, H, T, D, n_kv_head, S = _check_inputs(q, k, v, mask, bias, drop_mask)
     r = H // n_kv_head                                     # query heads per kv head
     q_grouped = q.reshape(B, n_kv_head, r * T, D)          # (B, G, r·T, D)
     scale = D ** -0.5                                      # 1/√D
@@ -102,9 +102,6 @@ def attention_forward(q, k, v, mask=None, bias=None, *, p_drop=0.0, rng=None, tr
     scores_biased = scores if bias is None else scores + bias                             # (B, H, T, S)
     scores_masked = scores_biased if mask is None else scores_biased + additive_mask(mask, q.dtype)  # (B, H, T, S) -inf where hidden
     P, _ = softmax_forward(scores_masked, axis=-1)         # (B, H, T, S)
-    if drop_mask is not None:
-        check_bool("drop_mask", drop_mask)
-        check_same_shape("drop_mask", drop_mask, P.shape)
     P_dropped, dropout = dropout_forward(P, p_drop, rng, training, drop_mask)  # (B, H, T, S) P̃
     P_grouped = P_dropped.reshape(B, n_kv_head, r * T, S)  # (B, G, r·T, S)
     out_grouped = P_grouped @ v                            # (B, G, r·T, Dv)
@@ -150,7 +147,7 @@ def _sum_to_shape(x, shape):
     return x.sum(axis=tuple(range(lead)) + stretched, keepdims=True).reshape(shape)
 
 
-def _check_inputs(q, k, v, mask, bias):
+def _check_inputs(q, k, v, mask, bias, drop_mask=None):
     """Shapes and dtypes, with messages naming the argument; returns B, H, T, D, n_kv_head, S."""
     check_ndim("q", q, 4, "(B, H, T, D)")
     check_ndim("k", k, 4, "(B, G, S, D)")
@@ -175,4 +172,7 @@ def _check_inputs(q, k, v, mask, bias):
         check_float("bias", bias)
         check_dtype_like("bias", bias, q, "q")
         check_broadcastable("bias", bias, (B, H, T, S), "(B, H, T, S)")
+    if drop_mask is not None:
+        check_bool("drop_mask", drop_mask)
+        check_same_shape("drop_mask", drop_mask, (B, H, T, S))
     return B, H, T, D, n_kv_head, S

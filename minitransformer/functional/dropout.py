@@ -42,29 +42,11 @@ def dropout_forward(x, p_drop: float, rng=None, training: bool = True, mask=None
             training (bool); mask, an optional boolean keep-mask of x's shape.
     Returns: y like x (x itself on the identity path), DropoutCache(mask, scale).
     """
-    xp = get_xp(x)
-    check_float("x", x)
-    p_drop = check_number("p_drop", p_drop, low=0.0, high=1.0, high_open=True)
-    training = check_flag("training", training)
-    if p_drop == 0.0 or not training:
-        return x, DropoutCache(None, 1.0)
+    p_drop, active = _check_forward(x, p_drop, rng, training, mask)
+    if not active:
+        return x, DropoutCache(None, 1.0)                     # y = x: evaluation, or p_drop = 0
+    m = _keep_mask(x, p_drop, rng) if mask is None else mask   # (...) bool, keep with probability 1 - p_drop
     scale = 1.0 / (1.0 - p_drop)
-    if mask is None:
-        if rng is None:
-            raise ValueError(f"rng: dropout with p_drop={p_drop} in training needs a generator "
-                             "(numpy.random.default_rng(seed)) or a mask, got None")
-        check_random_source("rng", rng)
-        draw_dtype = x.dtype if x.dtype.itemsize >= 4 else "float32"    # generators draw float32/64 only
-        u = rng.random(x.shape, dtype=draw_dtype)              # (...) uniform on [0, 1)
-        if get_xp(u) is not xp:
-            u = xp.asarray(u)                                  # host draws, device x
-        m = u >= p_drop                                        # (...) keep with probability 1 - p_drop
-    else:
-        if getattr(getattr(mask, "dtype", None), "kind", None) != "b":
-            raise TypeError(f"mask: expected a boolean array (True = keep), "
-                            f"got {getattr(mask, 'dtype', type(mask).__name__)}")
-        check_same_shape("mask", mask, x.shape)
-        m = mask
     y = x * m * scale                                          # (...)
     return y, DropoutCache(m, scale)
 
@@ -74,10 +56,45 @@ def dropout_backward(dy, cache: DropoutCache):
 
     Inputs: dy like y, the cache. Returns: dx like dy.
     """
+    _check_backward(dy, cache)
     if cache.identity:
-        check_float("dy", dy)
         return dy                                              # reverses: y = x (identity path)
-    check_float("dy", dy)                                      # the cache keeps no dtype: the Module checks it
-    check_same_shape("dy", dy, cache.mask.shape)                # the forward output's shape
     dx = dy * cache.mask * cache.scale                         # (...) reverses: y = x * m * scale
     return dx
+
+
+def _keep_mask(x, p_drop: float, rng):
+    """m = u >= p_drop for u uniform on [0, 1) of x's shape: True with probability 1 - p_drop."""
+    xp = get_xp(x)
+    draw_dtype = x.dtype if x.dtype.itemsize >= 4 else "float32"    # generators draw float32/64 only
+    u = rng.random(x.shape, dtype=draw_dtype)                  # (...) uniform on [0, 1)
+    if get_xp(u) is not xp:
+        u = xp.asarray(u)                                      # host draws, device x
+    return u >= p_drop                                         # (...)
+
+
+def _check_forward(x, p_drop, rng, training, mask):
+    """Validate dropout_forward's arguments; returns p_drop (a float) and whether dropout is active."""
+    check_float("x", x)
+    p_drop = check_number("p_drop", p_drop, low=0.0, high=1.0, high_open=True)
+    active = check_flag("training", training) and p_drop > 0.0
+    if not active:
+        return p_drop, False
+    if mask is not None:
+        if getattr(getattr(mask, "dtype", None), "kind", None) != "b":
+            raise TypeError(f"mask: expected a boolean array (True = keep), "
+                            f"got {getattr(mask, 'dtype', type(mask).__name__)}")
+        check_same_shape("mask", mask, x.shape)
+    elif rng is None:
+        raise ValueError(f"rng: dropout with p_drop={p_drop} in training needs a generator "
+                         "(numpy.random.default_rng(seed)) or a mask, got None")
+    else:
+        check_random_source("rng", rng)
+    return p_drop, True
+
+
+def _check_backward(dy, cache: DropoutCache) -> None:
+    """dy floating, of the forward output's shape (the cache keeps no dtype: the Module checks it)."""
+    check_float("dy", dy)
+    if not cache.identity:
+        check_same_shape("dy", dy, cache.mask.shape)

@@ -17,8 +17,8 @@ exact ways, chosen by the vocabulary size (timings: benchmarks/RESULTS.md):
   the sums into the rows of a zero dW. Cost N·C + N log N and no (N, V) one-hot
   (ids (16, 256), V = 30522: it would be 500 MB).
 
-The one-hot product's cost grows with V and the sort's does not: they were measured
-to cross near V = 150, hence the threshold 128. Both run on CuPy as they are.
+The one-hot product's cost grows with V and the sort's does not, so the one-hot
+product is used only up to a small V (the threshold 128). Both run on CuPy as they are.
 """
 from __future__ import annotations
 

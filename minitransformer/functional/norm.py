@@ -13,20 +13,11 @@ RMSNorm (Zhang & Sennrich, 2019): no centring and no bias,
 
 Shapes: x (..., C) with any leading dimensions, gamma and beta (C,), y like x.
 
-Scale safety: both norms are scale invariant apart from eps,
+Scale safety (functional/scale_safe.py): a row too large to square is divided by a
+power of 2 s first (eps becomes eps / s², exact), and LayerNorm's mean is corrected
+once, so huge rows stay finite and a constant row gives exactly beta; every ordinary
+row has s = 1 and is computed exactly as the equations read.
 
-    norm(x; eps) = norm(x / s; eps / s²)       for any s > 0 (exact),
-
-so a row too large to square (max|x| > √(max_float / 4C), where Σ (x - μ)² could
-overflow: |x| ≳ 1e18 in float32, 16 in float16) is divided by s, the power of 2 just
-below max|x| (exact, no rounding), and its eps becomes eps / s²; rstd is scaled back
-(rstd = rstd_s / s) so the backward is unchanged. Every other row has s = 1 and is
-computed exactly as the equations read. Where eps / s² underflows to 0 it is taken as the
-dtype's smallest subnormal instead (the one deviation, visible only on an exactly constant
-row, whose xhat is 0 either way: its rstd is then 1/(s·√tiny) rather than 1/√eps).
-LayerNorm's mean is corrected once, μ += mean(x - μ): the rounding of the first mean
-(~1e-7·|x| in float32) would otherwise turn a constant row, whose exact output is beta,
-into ±1 wherever it exceeds √eps.
 Both backward passes are the fused one-line formulas; the docstrings show how
 they follow from the chain rule (the lecture does it step by step).
 
@@ -34,17 +25,17 @@ Stored vs recomputed: the cache keeps xhat (dgamma and dx both need it; storing
 it saves recomputing (x - μ)·rstd), rstd (one number a row), and a reference to
 gamma; x, μ and σ² are not kept.
 
-This is the plain form. The training step calls a fused twin with the same
-arguments and cache (functional/_kernels/norm.py); a test ties the two.
+This is the plain form. The speed wing has a fused twin with the same arguments
+and cache (minitransformer/fast/kernels/norm.py); a test ties the two.
 """
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 from ..backend import get_xp
 from ..validate import (check_upstream, check_dim, check_dtype_like, check_float, check_min_ndim, check_ndim,
                         check_number)
+from .scale_safe import row_mean, scale_safe
 
 
 NO_BETA = object()   # RMSNorm's beta in _check_norm_inputs: absent, not checked
@@ -79,26 +70,6 @@ def _check_norm_inputs(x, gamma, beta, eps) -> float:
     return check_number("eps", eps, low=0.0, low_open=True)
 
 
-def _row_scale(x):
-    """s (..., 1): 1 on a row that can be squared safely, else the power of 2 just below max|x|.
-
-    Σ_c (x_c - μ)² ≤ 4C·max|x|², so rows with max|x| ≤ √(max_float / 4C) keep s = 1;
-    a larger finite row gets s = 2^(e-1) for max|x| = f·2^e, f in [0.5, 1): x/s is in [1, 2).
-    """
-    xp = get_xp(x)
-    big = math.sqrt(float(xp.finfo(x.dtype).max) / (4 * x.shape[-1]))
-    m = xp.abs(x).max(axis=-1, keepdims=True)                  # (..., 1) max|x| of each row
-    huge = (m > big) & xp.isfinite(m)                          # (..., 1) rows whose σ² could overflow
-    _, e = xp.frexp(m)                                         # (..., 1) m = f · 2^e
-    return xp.where(huge, xp.ldexp(xp.ones_like(m), e - 1), 1)  # (..., 1) of x's dtype
-
-
-def _eps_scaled(eps: float, s):
-    """eps / s² per row (..., 1), at least the smallest subnormal, so √(0 + eps/s²) is never 0."""
-    xp = get_xp(s)
-    return xp.maximum(eps / s / s, float(xp.finfo(s.dtype).smallest_subnormal))  # (..., 1)
-
-
 def _sum_rows(a):
     """Σ over every row (all axes but the last).  (..., C) -> (C,)"""
     return a.reshape(-1, a.shape[-1]).sum(axis=0)                # (C,)
@@ -113,14 +84,12 @@ def layernorm_forward(x, gamma, beta, eps: float = 1e-5):
     """
     xp = get_xp(x, gamma, beta)
     eps = _check_norm_inputs(x, gamma, beta, eps)
-    s = _row_scale(x)                                          # (..., 1) 1, or 2^k on a huge row
-    xs = x / s                                                 # (..., C) exact: s is a power of 2
-    mu = xs.mean(axis=-1, keepdims=True)                       # (..., 1) μ / s, rounded
-    mu = mu + (xs - mu).mean(axis=-1, keepdims=True)           # (..., 1) corrected: a constant row centres to 0
+    xs, eps_s, s = scale_safe(x, eps)                          # x/s (..., C), eps/s², s (..., 1): s = 1 unless huge
+    mu = row_mean(xs)                                          # (..., 1) μ / s (a constant row centres to 0)
     xc = xs - mu                                               # (..., C) centred, (x - μ) / s
     xc2 = xc * xc                                              # (..., C)
     var = xc2.mean(axis=-1, keepdims=True)                     # (..., 1) σ² / s², biased: / C
-    std = xp.sqrt(var + _eps_scaled(eps, s))                   # (..., 1) √(σ² + eps) / s, eps inside the root
+    std = xp.sqrt(var + eps_s)                                 # (..., 1) √(σ² + eps) / s, eps inside the root
     rstd_s = 1.0 / std                                         # (..., 1)
     xhat = xc * rstd_s                                         # (..., C)
     rstd = rstd_s / s                                          # (..., 1) 1/√(σ² + eps), for the backward
@@ -166,11 +135,10 @@ def rmsnorm_forward(x, gamma, eps: float = 1e-6):
     """
     xp = get_xp(x, gamma)
     eps = _check_norm_inputs(x, gamma, NO_BETA, eps)
-    s = _row_scale(x)                                          # (..., 1) 1, or 2^k on a huge row
-    xs = x / s                                                 # (..., C) exact: s is a power of 2
+    xs, eps_s, s = scale_safe(x, eps)                          # x/s (..., C), eps/s², s (..., 1): s = 1 unless huge
     x2 = xs * xs                                               # (..., C)
     ms = x2.mean(axis=-1, keepdims=True)                       # (..., 1) mean(x²) / s²
-    rms = xp.sqrt(ms + _eps_scaled(eps, s))                    # (..., 1) √(mean(x²) + eps) / s
+    rms = xp.sqrt(ms + eps_s)                                  # (..., 1) √(mean(x²) + eps) / s
     rstd_s = 1.0 / rms                                         # (..., 1)
     xhat = xs * rstd_s                                         # (..., C)
     rstd = rstd_s / s                                          # (..., 1) 1/√(mean(x²) + eps), for the backward

@@ -87,7 +87,7 @@ def patch_embed_forward(images, W, b, patch_size: int):
     check_float("images", images)
     p = check_int("patch_size", patch_size, low=1)
     check_ndim("W", W, 2, "(p·p·C_in, C)")
-    check_dim("W", W, 0, p * p * images.shape[3], "p·p·C_in, the numbers of one patch")
+    check_dim("W", W, 0, p * p * images.shape[3], f"p·p·C_in with patch_size={p}, the numbers of one patch")
     X = patchify(images, p)                                       # (B, N, P)
     Z, linear_cache = linear_forward(X, W, b)                     # (B, N, C)
     return Z, PatchEmbedCache(linear_cache, tuple(images.shape[1:]), p)

@@ -60,6 +60,7 @@ from ..functional.softmax import log_softmax_forward, softmax_forward
 from ..models import GPT, Seq2Seq
 from ..validate import (check_choice, check_flag, check_float, check_generator, check_int, check_integer_ids,
                        check_ndim, check_number)
+from .sink_cache import rolling_cache
 
 STRATEGIES = ("greedy", "sample", "beam")
 TRACE_TOP = 5        # candidates recorded per row and step in a trace
@@ -136,7 +137,7 @@ def generate(model, prompt_ids, max_new_tokens, strategy="greedy", temperature=1
 
 
 def _check_streaming(model, cache_window, n_sink, use_cache):
-    """None, or the rolling cache's arguments {n_sink, window}, checked (model.new_cache checks the rest)."""
+    """None, or the rolling cache's arguments {n_sink, window}, checked (rolling_cache checks the rest)."""
     if cache_window is None:
         return None
     if not use_cache:
@@ -148,7 +149,7 @@ def _check_streaming(model, cache_window, n_sink, use_cache):
     if streaming["n_sink"] + streaming["window"] > block_size:
         raise ValueError(f"cache_window: the cache slots n_sink + cache_window must fit block_size={block_size}, "
                          f"got n_sink={n_sink} + cache_window={cache_window}")
-    model.new_cache(**streaming)                       # refuses learned positions, a window too large
+    rolling_cache(model, **streaming)                  # refuses learned positions, a window too large
     return streaming
 
 
@@ -217,7 +218,9 @@ class LogitsStep:
         self.decoder, self.memory, self.memory_mask = decoder, memory, memory_mask
         self.block_size = decoder.config.block_size
         self.device = _device(decoder)
-        self.cache = decoder.new_cache(**(streaming or {})) if use_cache else None
+        self.cache = None
+        if use_cache:
+            self.cache = rolling_cache(decoder, **streaming) if streaming else decoder.new_cache()
         self.history = None                       # uncached: every token so far (B, t), host
 
     def __call__(self, new_ids):

@@ -3,7 +3,7 @@
     nll_t = -log p(x_{t+1} | what the cache holds after x_0 .. x_t)
 
 Token t is fed alone; the cache keeps the first ``n_sink`` positions and the
-``window`` most recent (models/decoder.py ``new_cache(n_sink, window)``), so the
+``window`` most recent (generation/sink_cache.py ``rolling_cache(model, n_sink, window)``), so the
 text may be many times longer than block_size. With n_sink = 0 this is the plain
 sliding-window cache: once the first tokens are evicted, a model trained with them
 always in view loses the place it parks unneeded attention (the "attention sink",
@@ -18,6 +18,7 @@ from ..functional.softmax import log_softmax_forward
 from ..models import GPT
 from ..validate import check_integer_ids, check_ndim
 from .generate import _device, _inference
+from .sink_cache import rolling_cache
 
 
 def streaming_nll(model, ids, window: int, n_sink: int = 4):
@@ -34,7 +35,7 @@ def streaming_nll(model, ids, window: int, n_sink: int = 4):
     ids = np.asarray(to_numpy(ids), dtype=np.int64)
     if ids.shape[1] < 2:
         raise ValueError(f"ids: expected at least 2 tokens per row (one to predict), got shape {ids.shape}")
-    cache = model.new_cache(n_sink=n_sink, window=window)
+    cache = rolling_cache(model, n_sink=n_sink, window=window)
     device = _device(model)
     nll = np.empty((ids.shape[0], ids.shape[1] - 1))                          # (B, N - 1)
     with _inference(model):

@@ -24,7 +24,7 @@ def layer_checks(seed: int = 0, device: str = "cpu"):
     from ..functional.attention import attention_backward, attention_forward
     from ..functional.masks import causal_mask
     from ..functional.shaw import shaw_attention_backward, shaw_attention_forward
-    from ..layers.activation import make_activation
+    from ..layers.activation import ACTIVATIONS, make_activation
     from ..layers.attention import MultiHeadAttention
     from ..layers.embedding import Embedding
     from ..layers.linear import Linear
@@ -67,7 +67,7 @@ def layer_checks(seed: int = 0, device: str = "cpu"):
             MultiHeadAttention(8, 2, relative="t5", relative_buckets=8, relative_max_distance=4,
                                rng=seed, init_std=0.4).astype(f64).to(device), x, seed=seed, h=5e-5)),
     ]
-    for name in ("relu", "gelu", "gelu_tanh", "silu", "swish", "geglu", "swiglu"):
+    for name in ACTIVATIONS:
         checks.append((name, lambda name=name: check_module(make_activation(name, f64).to(device), x, seed=seed)))
     # A whole model chains many layers: round-off grows with depth, so the
     # tolerance is the whole-model one (1e-6); a wrong backward still shows ~1.

@@ -1,7 +1,7 @@
 """Modules: own parameters and gradients, call ``functional/`` for the math."""
 from .activation import GEGLU, GELU, ReLU, SiLU, SwiGLU, make_activation
 from .attention import MultiHeadAttention
-from .kv_cache import KVCache, SinkKVCache
+from .kv_cache import KVCache
 from .blocks import BlockSpec, DecoderBlock, EncoderBlock, set_recompute
 from .dropout import Dropout
 from .embedding import Embedding

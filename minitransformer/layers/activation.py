@@ -2,7 +2,9 @@
 
 Each wraps one pair of functional/activations.py or functional/gated.py: forward(x)
 keeps the cache, backward(dy) returns dx. ``make_activation(name)`` builds one from
-the config value (relu, gelu, gelu_tanh, silu, swish, geglu, swiglu); Swish alone has a
+the config value; ``ACTIVATIONS``, the names it knows, is the project's one list of
+activations (configs validate against it, the gradient-check suite iterates it):
+add an activation to ``_MAKERS`` and it is everywhere. Swish alone has a
 parameter, its learned β (one number). The gated units take
 the FFN's first projection at width 2F and return width F: a FeedForward checks
 ``name in GATED_ACTIVATIONS`` to size that projection.

@@ -49,21 +49,21 @@ class BlockSpec:
     norm: str = "layernorm"             # "layernorm" | "rmsnorm"
     norm_position: str = "pre"          # "pre" | "post"
     eps: float = 1e-5
-    activation: str = "gelu"            # relu | gelu | gelu_tanh | silu | geglu | swiglu
+    activation: str = "gelu"            # a name of ACTIVATIONS (layers/activation.py)
     p_drop: float = 0.0                 # residual dropout
     bias: bool = True
     rope: bool = False
     rope_layout: str = "interleaved"
     alibi: bool = False
     window: int | None = None           # sliding-window width: causal in a decoder, both ways in an encoder
-    init_std: float = 0.02                   # init init_std of every weight
-    out_std: float = 0.02               # init init_std of the projections that feed the residual
+    init_std: float = 0.02              # init std of every weight
+    out_std: float = 0.02               # init std of the projections that feed the residual
     # relative positions inside self-attention (layers/attention.py): None | "shaw" | "t5"
     relative: str | None = None
     relative_clip: int = 16             # Shaw: distances clipped to [-k, k]
     relative_buckets: int = 32          # T5: buckets of the bias table
     relative_max_distance: int = 128    # T5: distances from here on share the last bucket
-    # ---- attention extensions (issue 15): sparse patterns, attention dropout, RoPE interpolation
+    # ---- attention extensions: sparse patterns, attention dropout, RoPE interpolation
     dilation: int = 1                   # dilated sliding window: every dilation-th key (needs window)
     global_positions: tuple = ()        # global tokens on top of the sliding window (needs window)
     attn_p_drop: float = 0.0            # attention dropout on the probabilities P

@@ -3,17 +3,16 @@
 At generation step t a layer needs the keys and values of every earlier position.
 Recomputing them costs O(t) projections per step; the cache keeps them, so a step
 projects only the new token. ``MultiHeadAttention.forward(x, kv_cache=cache)``
-appends to it (self-attention) or fills it once with the projected memory
-(cross-attention).
+appends to it (self-attention, through ``extend``) or fills it once with the
+projected memory (cross-attention).
 
-``SinkKVCache`` is the rolling variant of StreamingLLM: it keeps the first
-positions (attention sinks) and a recent window, so decoding can go on past the
-context the model was trained on.
+The rolling variant of StreamingLLM, which keeps the first positions (attention
+sinks) and a recent window, lives with generation (generation/sink_cache.py): it
+overrides ``extend`` to place positions by cache slot.
 """
 from __future__ import annotations
 
 from ..backend import get_xp
-from ..functional.masks import global_window_mask
 from ..validate import check_dtype_like, check_float, check_int, check_ndim, check_same_shape
 
 
@@ -51,6 +50,20 @@ class KVCache:
         self.length = end
         return self.k, self.v
 
+    def extend(self, q, k, v, rotate):
+        """One self-attention step: the T new queries and keys take the positions
+        length .. length + T - 1 (``rotate``: the layer's RoPE, or the identity), and the
+        keys and values join the cache.
+
+        Inputs: q (B, H, T, D), k (B, G, T, D), v (B, G, T, Dv), rotate(x, offset) -> (x, cache).
+        Returns: q (B, H, T, D), every key and value (B, G, S, D), S = length + T, and the
+                 step's own mask: None (the layer's causal mask is all a plain cache needs).
+        """
+        q, _ = rotate(q, self.length)                                        # (B, H, T, D)
+        k, _ = rotate(k, self.length)                                        # (B, G, T, D)
+        k, v = self.append(k, v)                                             # (B, G, S, D)
+        return q, k, v, None
+
     def _check_new(self, k_new, v_new) -> None:
         """k_new, v_new (B, G, T, D) and (B, G, T, Dv) floating, the held keys' B, G, D and dtype."""
         for name, a in (("k_new", k_new), ("v_new", v_new)):
@@ -78,58 +91,3 @@ class KVCache:
             k_buf[:, :, :self.length] = self.k
             v_buf[:, :, :self.length] = self.v
         self._k, self._v = k_buf, v_buf
-
-
-class SinkKVCache(KVCache):
-    """A rolling cache that keeps the first ``n_sink`` positions and the most recent ones
-    (StreamingLLM, Xiao et al. 2023): generation runs past the context, with bounded memory.
-
-    Each ``append`` returns the held keys followed by the new ones (this step's keys), then
-    evicts the middle: it keeps the first n_sink positions ever seen (the "attention
-    sinks", which trained models use as a place to put unneeded attention) and the
-    ``window - 1`` most recent, so the next single token sees n_sink + window keys,
-    itself included. n_sink = 0 is the plain sliding-window cache.
-
-    Positions are cache slots: a key's position is its index in the cache at this step,
-    not its place in the text. So keys are stored BEFORE RoPE (MultiHeadAttention rotates
-    the held keys by their slots at every step), and ALiBi distances are slot distances.
-    ``positions``: (length,) the text positions of the held entries, for inspection.
-    """
-
-    def __init__(self, n_sink: int, window: int):
-        super().__init__()
-        self.n_sink = check_int("n_sink", n_sink, low=0)
-        self.window = check_int("window", window, low=1)
-        self.positions = None    # (length,) int64 text positions held
-        self.seen = 0            # positions appended so far
-
-    def append(self, k_new, v_new):
-        """Append (B, G, T, D) keys and values (before RoPE); returns the held ones followed by
-        the new ones, (B, G, length + T, D), then keeps the sinks and the window - 1 most recent."""
-        self._check_new(k_new, v_new)
-        xp = get_xp(k_new)
-        T = k_new.shape[2]
-        new_positions = xp.arange(self.seen, self.seen + T)                  # (T,)
-        if self._k is None:
-            k_all, v_all, positions = k_new, v_new, new_positions             # (B, G, T, D)
-        else:
-            k_all = xp.concatenate([self._k, k_new], axis=2)                 # (B, G, length + T, D)
-            v_all = xp.concatenate([self._v, v_new], axis=2)
-            positions = xp.concatenate([self.positions, new_positions])      # (length + T,)
-        keep = self.kept_slots(positions.shape[0], xp)                       # (kept,) slot indices
-        self._k, self._v, self.positions = k_all[:, :, keep], v_all[:, :, keep], positions[keep]
-        self.length, self.seen = int(keep.shape[0]), self.seen + T
-        return k_all, v_all
-
-    def kept_slots(self, S: int, xp):
-        """The slots that survive eviction out of S: 0 .. n_sink - 1 and the last window - 1."""
-        recent = max(self.window - 1, 0)
-        if S <= self.n_sink + recent:
-            return xp.arange(S)
-        return xp.concatenate([xp.arange(self.n_sink), xp.arange(S - recent, S)])
-
-    def step_mask(self, T: int, S: int, xp):
-        """(T, S) the keys each of this step's T queries may see: the sinks and its window
-        (the last T of the S slots are the queries): functional.masks.global_window_mask."""
-        return global_window_mask(T, self.window, range(self.n_sink), S, xp=xp)
-

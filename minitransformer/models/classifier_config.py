@@ -28,7 +28,7 @@ class ClassifierConfig(DictRoundTrip):
     norm: str = "layernorm"            # "layernorm" or "rmsnorm"
     norm_position: str = "pre"         # "pre" (ViT, FT-Transformer) or "post"
     eps: float = 1e-5                  # the norm's eps, inside the square root
-    activation: str = "gelu"           # relu | gelu | gelu_tanh | silu | geglu | swiglu (FT-Transformer: reglu)
+    activation: str = "gelu"           # a name of ACTIVATIONS (layers/activation.py) (FT-Transformer: reglu)
     p_drop: float = 0.0                # probability of dropping (embeddings and residuals)
     bias: bool = True                  # biases in the linear layers
     init_std: float = 0.02             # N(0, init_std²) initialisation of the weights

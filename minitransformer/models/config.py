@@ -57,7 +57,7 @@ class TransformerConfig(DictRoundTrip):
     norm: str = "layernorm"            # "layernorm" or "rmsnorm"
     norm_position: str = "pre"         # "pre" (GPT-2) or "post" (original paper, BERT)
     eps: float = 1e-5                  # the norm's eps, inside the square root
-    activation: str = "gelu_tanh"      # relu | gelu (exact, erf) | gelu_tanh | silu | swish | geglu | swiglu
+    activation: str = "gelu_tanh"      # a name of ACTIVATIONS (layers/activation.py); "gelu" is exact (erf)
     position: str = "learned"          # learned | sinusoidal | rope | alibi | shaw | t5 | none
     rope_layout: str = "interleaved"   # RoPE pairs: "interleaved" (RoFormer) or "half" (NeoX)
     window: int | None = None          # sliding window (None = full): decoders look back over the window
@@ -70,7 +70,7 @@ class TransformerConfig(DictRoundTrip):
     relative_buckets: int = 32         # T5: buckets of the (buckets, n_head) bias table
     relative_max_distance: int = 128   # T5: distances from here on share the last bucket
 
-    # ---- attention extensions (issue 15): sparse patterns, attention dropout, RoPE interpolation
+    # ---- attention extensions: sparse patterns, attention dropout, RoPE interpolation
     dilation: int = 1                  # > 1: dilated sliding window, every dilation-th key (needs window)
     global_positions: list = ()        # positions that see and are seen by all (global + sliding window)
     attn_p_drop: float = 0.0           # attention dropout: probability of dropping an entry of P

@@ -14,12 +14,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend import default_rng
-from ..layers.kv_cache import KVCache, SinkKVCache
+from ..layers.kv_cache import KVCache
 from ..layers.blocks import DecoderBlock
 from ..layers.lm_head import LMHead
 from ..layers.module import Module, ModuleList
 from ..layers.norm import make_norm
-from ..validate import check_int
 from .config import TransformerConfig
 from .embeddings import InputEmbedding
 from .sharing import share_parameters
@@ -37,20 +36,6 @@ class DecoderCache:
     def position(self) -> int:
         """The position the next token is fed at: the number of positions decoded."""
         return self.length
-
-
-class SinkDecoderCache(DecoderCache):
-    """Per-layer rolling caches (layers/kv_cache.py, SinkKVCache): the first n_sink positions
-    and a recent window; positions are cache slots, so decoding can go past block_size.
-    ``length`` counts every token fed; ``position`` is the next token's slot."""
-
-    def __init__(self, n_layer: int, n_sink: int, window: int):
-        super().__init__(n_layer, cross=False)
-        self.self_attn = [SinkKVCache(n_sink, window) for _ in range(n_layer)]
-
-    @property
-    def position(self) -> int:
-        return self.self_attn[0].length
 
 
 class DecoderStack(Module):
@@ -76,32 +61,9 @@ class DecoderStack(Module):
         if tie_weights:
             self.head.tie("W", self.embed.tok, "W")
 
-    def new_cache(self, n_sink: int | None = None, window: int | None = None) -> DecoderCache:
-        """A KV cache for incremental decoding. With ``window``: a rolling cache that keeps the
-        first ``n_sink`` positions (attention sinks, default 0) and the ``window`` most recent,
-        positions by cache slot (StreamingLLM), so decoding may run past block_size."""
-        if window is None:
-            if n_sink is not None:
-                raise ValueError(f"n_sink: attention sinks belong to a rolling cache; expected a window "
-                                 f"with n_sink={n_sink}, got window=None")
-            return DecoderCache(self.config.n_layer, self.cross)
-        return self._sink_cache(0 if n_sink is None else n_sink, window)
-
-    def _sink_cache(self, n_sink, window) -> SinkDecoderCache:
-        config = self.config
-        n_sink = check_int("n_sink", n_sink, low=0)
-        window = check_int("window", window, low=1)
-        if self.cross:
-            raise ValueError("window: a rolling cache is for decoder-only models; expected a GPT, "
-                             "got a cross-attending decoder")
-        if config.position in ("learned", "sinusoidal"):
-            raise ValueError(f"window: a rolling cache assigns positions by cache slot, which needs relative "
-                             f"positions (rope, alibi or none); {config.position} absolute positions "
-                             f"cannot go past block_size={config.block_size}")
-        if n_sink + window > config.block_size:
-            raise ValueError(f"window: the cache slots n_sink + window must fit block_size={config.block_size}, "
-                             f"got n_sink={n_sink} + window={window} = {n_sink + window}")
-        return SinkDecoderCache(config.n_layer, n_sink, window)
+    def new_cache(self) -> DecoderCache:
+        """A KV cache for incremental decoding (a rolling one: generation/sink_cache.py)."""
+        return DecoderCache(self.config.n_layer, self.cross)
 
     def forward(self, ids, memory=None, memory_padding_mask=None, cache: DecoderCache | None = None):
         """ids (B, T) -> logits (B, T, V). With a cache, ids are the NEW tokens only."""

@@ -64,7 +64,7 @@ def activation_curves(ranges=RANGES, n_points: int = 1001, path=None):
 def gelu_difference(lo: float = -6.0, hi: float = 6.0, n_points: int = 1201, path=None):
     """GELU's tanh approximation (GPT-2) minus the exact x Φ(x), for the value and the derivative.
 
-    The two differ by less than 5e-4 in value and 1e-3 in slope (measured on [-6, 6]), and
+    The two differ by less than 5e-4 in value and 1e-3 in slope (on [-6, 6]), and
     meet at x = 0 and in both tails: swapping one for the other changes a trained model
     only slightly, but a checkpoint should run with the form it was trained with.
     Inputs: lo < hi, the x range; n_points; path or None.

@@ -132,11 +132,11 @@ def label_smoothing(V: int = 8, target: int = 2, smoothing: float = 0.1, path=No
     """
     V = check_int("V", V, low=2)
     target = check_int("target", target, low=0, high=V - 1)
-    eps = check_number("smoothing", smoothing, low=0.0, high=1.0)
-    targets = {e: _implied_target(V, target, e) for e in (0.0, eps)}
+    smoothing = check_number("smoothing", smoothing, low=0.0, high=1.0)
+    targets = {e: _implied_target(V, target, e) for e in (0.0, smoothing)}
     classes = np.arange(V)
     fig, axes = new_figure(11, 4, 1, 2, sharey=True)
-    for ax, e, colour in ((axes[0, 0], 0.0, "tab:gray"), (axes[0, 1], eps, "tab:orange")):
+    for ax, e, colour in ((axes[0, 0], 0.0, "tab:gray"), (axes[0, 1], smoothing, "tab:orange")):
         q = targets[e]
         bars = ax.bar(classes, q, color=colour)
         ax.bar_label(bars, labels=[f"{round(v, 6) + 0.0:g}" for v in q], fontsize=8)  # + 0.0: -0 -> 0
@@ -146,13 +146,13 @@ def label_smoothing(V: int = 8, target: int = 2, smoothing: float = 0.1, path=No
         ax.set_ylim(0, 1.1)
     axes[0, 0].set_ylabel("target probability q")
     save(fig, path)
-    return fig, {"classes": classes, "hard": targets[0.0], "smoothed": targets[eps]}
+    return fig, {"classes": classes, "hard": targets[0.0], "smoothed": targets[smoothing]}
 
 
-def _implied_target(V: int, target: int, eps: float):
+def _implied_target(V: int, target: int, smoothing: float):
     """q = softmax(z) - dL/dz for one row of logits z = 0 (any z gives the same q)."""
     logits = np.zeros((1, V))                                  # (N=1, V)
-    _, cache = cross_entropy_forward(logits, np.array([target]), smoothing=eps)
+    _, cache = cross_entropy_forward(logits, np.array([target]), smoothing=smoothing)
     dlogits = cross_entropy_backward(1.0, cache)               # (1, V) = (softmax - q) / 1
     p, _ = softmax_forward(logits)                             # (1, V)
     return (p - dlogits)[0]                                    # (V,)

@@ -32,9 +32,9 @@ from ..backend import get_xp, to_numpy
 from ..validate import check_int, check_ndim, check_same_shape
 
 NORMALIZE_EPS = 1e-12   # a zero vector stays zero instead of dividing by 0
-# The fixed cost of one forward pass, in token positions: on one CPU core a MiniLM
-# forward takes ~5 ms plus ~0.3 ms per position, so splitting a batch pays only when
-# it saves more than about this many padded positions.
+# The fixed cost of one forward pass, in token positions: a MiniLM forward costs a
+# fixed part plus a part per position, and the fixed part is worth about this many
+# positions, so splitting a batch pays only when it saves more padded positions than that.
 PER_BATCH_COST = 16
 
 

@@ -21,10 +21,8 @@ scores, P = 0, dscores = 0. The same work runs on a few batch rows at a time
 and P V. In the forward a block's scores are formed in a contiguous scratch
 buffer and the softmax's last pass writes P into its view, why: a block of P is a
 strided view (rows of `end` numbers, S apart), over which NumPy runs exp and the row
-reductions one row at a time; over the scratch, one loop each (the same bits; config c,
-T = 256, one core: a layer's blocked forward 16.4 -> 14.7-15.2 ms alone, 0.6-0.9 ms
-less inside training steps). The backward's dP in a scratch too was no faster there
-(benchmarks/RESULTS.md).
+reductions one row at a time; over the scratch, one loop each (the same bits, and
+faster). The backward's dP in a scratch too was no faster (benchmarks/RESULTS.md).
 
 The forward takes this path when the mask hides every key past each block's causal
 edge (causal, with a KV cache offset, sliding windows, with or without key padding);
@@ -40,7 +38,7 @@ from .softmax import _softmax_backward_kernel, _softmax_kernel
 
 QUERY_BLOCKS = 4               # query blocks per sequence at most: (n + 1) / 2n of the work (n = 4: 62.5%)
 MIN_BLOCK_ROWS = 64            # rows per block at least, and 2 blocks at least: smaller blocks make products
-                               # too small to pay (measured in training steps, one BLAS thread a replica:
+                               # too small to pay (in training steps, one BLAS thread a replica:
                                # benchmarks/RESULTS.md)
 BATCH_BYTES = 512 * 1024       # batch rows per step: one block's scores of about this size
 

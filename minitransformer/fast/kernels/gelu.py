@@ -4,11 +4,10 @@ The same equations, as in-place passes over arrays this module allocated; the
 tanh form runs block by block over the rows (rowblocks.py), why: each block
 stays in cache for its dozen passes. In float32 σ(2u) is evaluated as
 1 / (1 + exp(-2u)) with one exp and no branch on the sign (exp overflows to inf
-for u < -44, and 1 / inf = 0 is σ's value in float32 there). One exp, why: on
-AVX2-only CPUs NumPy's float32 exp costs about 1.6 ns an element against 4.6 ns
-for tanh (no SIMD tanh there), and it is the dearest pass of the kernel
-(benchmarks/RESULTS.md, 2026-11-23). Float64 (gradient checks) takes the plain
-form's overflow-free σ(2u).
+for u < -44, and 1 / inf = 0 is σ's value in float32 there). One exp, why: where
+NumPy has a SIMD exp and no SIMD tanh, float32 exp is several times cheaper than
+tanh, and it is the dearest pass of the kernel (benchmarks/RESULTS.md). Float64
+(gradient checks) takes the plain form's overflow-free σ(2u).
 """
 from __future__ import annotations
 

@@ -13,13 +13,10 @@ and LayerNorm was slower in blocks, so it does not use them (timings:
 benchmarks/RESULTS.md, "Kernel timings").
 
 Why not threads. NumPy releases the GIL in its loops, so the blocks could go to one
-thread per core; on this project's 2-core machine it was no faster and
-sometimes slower: OpenBLAS's worker thread keeps spinning on the second core for a
-while after each matrix product, exactly when the elementwise kernels run. Measured
-again on an AVX2-only Zen 3 (2026-11-23): alone, the tanh GELU of config b, (4096, 512),
-ran 1.6x faster on 2 threads (14.2 against 8.8 ms); inside training steps of config b
-(alternating step by step) the GELU and softmax kernels took 125 against 129 ms a step
-with and without a second thread, and the step did not get faster.
+thread per core; inside training steps it was no faster and sometimes slower:
+OpenBLAS's worker thread keeps spinning on the second core for a while after each
+matrix product, exactly when the elementwise kernels run. A kernel alone runs faster
+on two threads; the training step does not (benchmarks/RESULTS.md).
 
 Rules for a kernel: it reduces over the last axis only, so that it gives the same
 result on the whole arrays as on any block of their rows (a row: the last axis;

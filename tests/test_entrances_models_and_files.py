@@ -279,7 +279,7 @@ def e_clip(d):
 def _tmpdir():
     import tempfile
     if "tmp" not in _cache:
-        _cache["tmp"] = tempfile.mkdtemp(prefix="fuzz_entrances_")
+        _cache["tmp"] = tempfile.mkdtemp(prefix="entrances_models_")
     return _cache["tmp"]
 
 

@@ -1,4 +1,4 @@
-"""Hardening: nothing silently wrong, every bad input a clear error (one test per item)."""
+"""Edge cases of the entrances: nothing silently wrong, every bad input a clear error (one test per case)."""
 import json
 import os
 

@@ -1,4 +1,4 @@
-"""Fuzz more public entrances: every functional pair (and its fast twin), every Module, the
+"""Fuzz the public entrances: every functional pair (and its fast twin), every Module, the
 masks and positions, the tokenizers' other methods, the data routines, checkpoints and the CLI.
 
 Each entrance names its arguments and a good value for each; Hypothesis replaces one or two of
@@ -509,7 +509,7 @@ def run_in_scratch_dir(entrance, data):
 
 
 def test_entrance_count():
-    from test_fuzz_entrances import ENTRANCES as FIRST
+    from test_entrances_models_and_files import ENTRANCES as FIRST
     assert len(ENTRANCES) >= 130
     assert not set(ENTRANCES) & set(FIRST)
-    print(f"fuzzed entrances: {len(ENTRANCES)} here + {len(FIRST)} in test_fuzz_entrances.py")
+    print(f"fuzzed entrances: {len(ENTRANCES)} here + {len(FIRST)} in test_entrances_models_and_files.py")

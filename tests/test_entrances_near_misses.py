@@ -1,9 +1,9 @@
-"""Fuzz the public entrances added after the first two fuzz files: relative positions (Shaw, T5),
+"""Fuzz entrances with near misses: relative positions (Shaw, T5),
 the ViT and tabular pieces (patches, [CLS], grid positions, feature tokenizer, pooler) and their
 Modules, sparse masks, attention dropout, RoPE interpolation, the sink cache and streaming, the
-new models, configs and presets, recomputation, the training helpers and the new CLI flags.
+ViT and tabular models, configs and presets, recomputation, the training helpers and their CLI flags.
 
-Same mechanism as tests/test_fuzz_more_entrances.py (its helpers are reused): each entrance names
+Same mechanism as tests/test_entrances_pairs_modules_cli.py (its helpers are reused): each entrance names
 its arguments and a good value for each; Hypothesis replaces one or two by a malformed value and
 only a ValueError/TypeError naming a replaced argument may come out; the CLI exits 2 with one line
 naming the flag. FUZZ_EXAMPLES=N (environment) draws N examples per entrance instead of 15.
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from minitransformer.functional import attention, cls_token, feature_tokenizer, grid_positions, masks
 from minitransformer.functional import patches, pooler, rope, shaw, t5_bias
-from test_fuzz_more_entrances import (FAST, _module_backward, _module_forward, _pair, _tmp,
+from test_entrances_pairs_modules_cli import (FAST, _module_backward, _module_forward, _pair, _tmp,
                                       assert_one_line_error, entrance, f32, ids, junk, refuses, run_cli,
                                       run_in_scratch_dir)
 
@@ -104,7 +104,7 @@ def _functional():
 
 # ------------------------------------------------------------------ Modules
 def _module_entrances():
-    from minitransformer.layers import kv_cache
+    from minitransformer.generation import sink_cache
     from minitransformer.layers.cls_token import ClsToken
     from minitransformer.layers.feature_tokenizer import FeatureTokenizer
     from minitransformer.layers.grid_positions import GridPositionEmbedding
@@ -151,8 +151,8 @@ def _module_entrances():
     grid = {"grid_height": 2, "grid_width": 3, "d_model": 4, "rng": 0}
     yield "GridPositionEmbedding()", entrance(GridPositionEmbedding, lambda: dict(grid))
     yield "GridPositionEmbedding.backward", _module_backward(GridPositionEmbedding, grid, lambda: ())
-    yield "SinkKVCache()", entrance(kv_cache.SinkKVCache, lambda: {"n_sink": 1, "window": 2})
-    yield "SinkKVCache.append", entrance(lambda k_new, v_new: kv_cache.SinkKVCache(1, 2).append(k_new, v_new),
+    yield "SinkKVCache()", entrance(sink_cache.SinkKVCache, lambda: {"n_sink": 1, "window": 2})
+    yield "SinkKVCache.append", entrance(lambda k_new, v_new: sink_cache.SinkKVCache(1, 2).append(k_new, v_new),
                                          lambda: {"k_new": f32(1, 2, 1, 4), "v_new": f32(1, 2, 1, 4)})
 
 
@@ -292,7 +292,7 @@ def _training_entrances():
                                                                         "rope_scale": 1.0})
 
 
-# ------------------------------------------------------------------ the CLI's new flags
+# ------------------------------------------------------------------ the CLI's flags for them
 def _cli_new_flags(d):
     base = ["--steps", "1", "--batch-size", "2", "--out", os.path.join(_tmp(), "cli_new")]
     small = ["--n-layer", "1", "--d-model", "8", "--n-head", "2"]
@@ -308,7 +308,7 @@ def _cli_new_flags(d):
         flag = "--recompute"
         argv = ["train", *base, *small, "--block-size", "8", "--recompute", bad]
     else:
-        from test_fuzz_more_entrances import _cli_checkpoint
+        from test_entrances_pairs_modules_cli import _cli_checkpoint
         flag = d.draw(st.sampled_from(_generate_flags()))
         argv = ["generate", "--checkpoint", _cli_checkpoint(), "--prompt", "ab", "--max-new-tokens", "2", flag, bad]
     code, _, err = run_cli(argv)
@@ -365,13 +365,13 @@ ENTRANCES["cli figures --out unwritable, --update-repo-figures with --out"] = _c
 @pytest.mark.parametrize("name", sorted(ENTRANCES))
 @settings(FAST, max_examples=int(os.environ.get("FUZZ_EXAMPLES", FAST.max_examples)))   # FUZZ_EXAMPLES=300: a longer hunt
 @given(data=st.data())
-def test_new_entrance_refuses_with_a_named_error(name, data):
+def test_near_miss_entrance_refuses_with_a_named_error(name, data):
     run_in_scratch_dir(ENTRANCES[name], data)
 
 
-def test_new_entrance_count():
-    from test_fuzz_entrances import ENTRANCES as FIRST
-    from test_fuzz_more_entrances import ENTRANCES as MORE
+def test_near_miss_entrance_count():
+    from test_entrances_models_and_files import ENTRANCES as FIRST
+    from test_entrances_pairs_modules_cli import ENTRANCES as MORE
     assert len(ENTRANCES) >= 133
     assert not set(ENTRANCES) & (set(FIRST) | set(MORE))
     print(f"fuzzed entrances: {len(ENTRANCES)} here + {len(MORE)} + {len(FIRST)}")
