@@ -264,7 +264,7 @@ print(f"LayerNorm {1e3 * t_ln:.1f} ms, RMSNorm {1e3 * t_rms:.1f} ms (forward + b
 answer_1 = None  # your answer
 
 # %%
-check("1", answer_1, 50257 * 768, hint="V × C")
+check("1", answer_1, "3bb125cba8c82c9a", hint="V × C")
 
 # %% [markdown]
 # **Question 2.** LLaMA-2-7B has 32 layers, 32 kv heads of 128 numbers. How many bytes
@@ -274,7 +274,7 @@ check("1", answer_1, 50257 * 768, hint="V × C")
 answer_2 = None  # your answer
 
 # %%
-check("2", answer_2, kv_cache_bytes(preset("llama-2-7b")), hint="2 (K and V) · layers · kv heads · D · 2 bytes")
+check("2", answer_2, "9c3e3e92d4ad0b30", hint="2 (K and V) · layers · kv heads · D · 2 bytes")
 
 # %% [markdown]
 # **Question 3.** Swish at β = 0: what is swish(4)?
@@ -283,7 +283,7 @@ check("2", answer_2, kv_cache_bytes(preset("llama-2-7b")), hint="2 (K and V) · 
 answer_3 = None  # your answer
 
 # %%
-check("3", answer_3, float(swish_forward(np.array([4.0]), np.array([0.0]))[0][0]), hint="σ(0) = 1/2")
+check("3", answer_3, "d4735e3a265e16ee", hint="σ(0) = 1/2")
 
 # %% [markdown]
 # **Question 4.** An encoder with window 3 (|i − j| < 3): how many keys does a query in the
@@ -293,7 +293,7 @@ check("3", answer_3, float(swish_forward(np.array([4.0]), np.array([0.0]))[0][0]
 answer_4 = None  # your answer
 
 # %%
-check("4", answer_4, int(bidirectional_window_mask(20, 3)[10].sum()), hint="2 on each side, and itself")
+check("4", answer_4, "ef2d127de37b942b", hint="2 on each side, and itself")
 summary()
 
 # %% [markdown]

@@ -107,6 +107,17 @@ def lecture_10():
             "6": (4096 / 1024) ** 2, "7": "first"}
 
 
+def lecture_11():
+    from minitransformer.functional.activations import swish_forward
+    from minitransformer.functional.masks import bidirectional_window_mask
+    from minitransformer.models.costs import kv_cache_bytes
+    from minitransformer.models.presets import preset
+    gpt2 = preset("gpt2-small")
+    return {"1": gpt2.vocab_size * gpt2.d_model, "2": kv_cache_bytes(preset("llama-2-7b")),
+            "3": float(swish_forward(np.array([4.0]), np.array([0.0]))[0][0]),
+            "4": int(bidirectional_window_mask(20, 3)[10].sum())}
+
+
 def answers(lecture: str) -> dict:
-    """The answers of lecture "01" ... "10", {question: answer}."""
+    """The answers of lecture "01" ... "11", {question: answer}."""
     return globals()[f"lecture_{lecture}"]()
