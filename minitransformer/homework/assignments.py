@@ -112,7 +112,7 @@ ASSIGNMENTS = (
     Assignment("block", "A whole pre-norm block: Residual and DecoderBlock backward", L3, 10,
                _targets("layers.residual:Residual.backward", "layers.blocks:DecoderBlock.backward"),
                (Check("module", "block", "layers.blocks:DecoderBlock"),),
-               needs=("mha", "layernorm", "linear", "gelu", "relu", "dropout")),
+               needs=("mha", "layernorm", "rmsnorm", "linear", "gelu", "relu", "dropout")),
     Assignment("sinusoidal", "Sinusoidal position table (forward only)", L4, 3,
                _targets(f"{F}.sinusoidal:sinusoidal_table"),
                (Check("function", "sinusoidal", f"{F}.sinusoidal:sinusoidal_table"),)),

@@ -6,8 +6,8 @@
                  its own session, limits, an unprivileged user when we are root
     per assignment, each after the ones it needs (assignments.grading_order):
         install  the reference bodies of the assignments it needs into the child
-        check    draw inputs here, call the student's functions there, compare here
-                 (homework/checks.py)
+        check    each graded case: draw inputs here, call the student's functions there,
+                 compare, diagnose and score here (homework/evaluate.py)
     end          the child's process group killed; the caller writes the results
 
 A timeout or a dead child costs the assignment it happened in: the child is
@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from .assignments import grading_order, needed, select
-from .checks import run
+from .evaluate import run
 from .export import PACKAGE_DIR, _find
 from .sandbox import ChildGone, Limits, Sandbox
 from .submission import stage
