@@ -59,7 +59,8 @@ class Computed:
 
     def diagnose(self, graded, index, example, case, g, student, ref) -> dict:
         return diagnose_all(graded.assignment, trial_inputs(graded, case, g), student, ref,
-                            function=stem(graded), tol=tolerance(graded))
+                            function=stem(graded), tol=tolerance(graded), factors=case.factors,
+                            masked=case.masked)
 
 
 def stem(graded) -> str:
@@ -146,7 +147,8 @@ def _row(name, s, r, tol) -> Row:
 
 
 def _judge(tally, graded, ref, g, student, diagnose) -> None:
-    """Compare every tensor the student returned; diagnose the wrong ones."""
+    """Compare every tensor the student returned; diagnose the wrong ones (the catalogue, then
+    the generic patterns of homework/diagnose.py)."""
     tol, rows = tolerance(graded), {}
     for tensor, r in ref.items():
         if r is not None and tensor in student:
