@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import ast
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -179,3 +182,55 @@ def test_a_right_value_with_a_broken_promise_loses_that_check_only(promises):
 def test_a_bug_in_mha_costs_mha_and_not_the_block_built_on_it(mha):
     _assert_diagnosed(mha, MHA_BUG)
     _assert_full(mha, ["block"])
+
+
+# ------------------------------------------------------------------ the student's side: the local check
+SOFTMAX_FORWARD = """
+    import numpy as np
+    m = x.max(axis=axis, keepdims=True)
+    e = np.exp(x - np.where(np.isfinite(m), m, 0.0))
+    s = e.sum(axis=axis, keepdims=True)
+    y = e / np.where(s == 0, 1.0, s)
+    return y, SoftmaxCache(y, axis)
+"""
+SOFTMAX_BACKWARD_BUGGY = """
+    y, axis = cache
+    return y * dy
+"""
+SOFTMAX_BACKWARD = """
+    y, axis = cache
+    return y * (dy - (dy * y).sum(axis=axis, keepdims=True))
+"""
+
+
+def _write_body(copy: Path, spec: str, body: str) -> None:
+    """A student's edit: the stub's raise replaced by ``body``."""
+    module, qualname = spec.split(":")
+    stub = f'    raise NotImplementedError("{qualname}: implement me")\n'
+    plant(copy, spec, (stub, body.lstrip("\n")))
+
+
+def _starter(copy: Path, a: str) -> str:
+    done = subprocess.run([sys.executable, f"starter_{a}.py"], cwd=copy, capture_output=True, text=True,
+                          timeout=120, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_students_copy_checks_itself_with_the_graders_cases_diagnoses_and_rubric(tmp_path):
+    """No reference in the copy: the stored expectations of the public seed stand in for it. The
+    starter runs the handout's command afresh, so a fixed file is never graded stale."""
+    export(["softmax"], tmp_path)
+    assert (tmp_path / "minitransformer" / "homework" / "expected.npz").is_file()
+    assert "    python -m minitransformer homework check . softmax" in (tmp_path / "HOMEWORK.md").read_text()
+    _write_body(tmp_path, "functional.softmax:softmax_forward", SOFTMAX_FORWARD)
+    _write_body(tmp_path, "functional.softmax:softmax_backward", SOFTMAX_BACKWARD_BUGGY)
+    out = _starter(tmp_path, "softmax")
+    assert "case · tensor" in out and "tolerance: relative error" in out
+    line = _row_line(out, "softmax: rows of x (B, T, n)", "dx")
+    assert "NOT OK" in line and f"DIAGNOSIS: {_message('softmax-no-sum-term')}" in line
+    assert "FAIL  0.00/1.11  softmax: rows of x (B, T, n) · dx" in out
+    plant(tmp_path, "functional.softmax:softmax_backward", (SOFTMAX_BACKWARD_BUGGY.lstrip("\n"),
+                                                            SOFTMAX_BACKWARD.lstrip("\n")))
+    out = _starter(tmp_path, "softmax")
+    assert "== softmax: 5/5 (ok)" in out and "NOT OK" not in out

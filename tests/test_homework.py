@@ -18,6 +18,7 @@ from minitransformer.cli import main
 from minitransformer.homework.assignments import ASSIGNMENTS, BY_ID, EQUIVALENTS
 from minitransformer.homework.cases import CASES
 from minitransformer.homework.export import export, stub_source
+from minitransformer.homework.handout import page
 from minitransformer.homework.mistakes import catalogue
 
 ALL_POINTS = sum(a.points for a in ASSIGNMENTS)
@@ -137,12 +138,14 @@ def test_stub_keeps_signature_docstring_and_everything_else_byte_identical():
     assert lines_new[-tail:] == lines_old[-tail:]
 
 
-def test_export_writes_handout_and_starters(tmp_path):
+def test_export_writes_the_handout_pages_and_starters_that_check_afresh(tmp_path):
     export(["layernorm", "mha"], tmp_path)
     handout = (tmp_path / "HOMEWORK.md").read_text()
-    assert "## layernorm" in handout and "rstd" in handout and "## mha" in handout
+    assert page("layernorm") in handout and page("mha") in handout and "rstd" in handout
+    assert "python -m minitransformer lectures --out lectures" in handout
     starter = (tmp_path / "starter_layernorm.py").read_text()
-    assert "# %%" in starter and 'numerical_check("layernorm")' in starter
+    assert "# %%" in starter and "importlib.reload(norm)" in starter
+    assert '"-m", "minitransformer", "homework", "check", ".", "layernorm"' in starter
     compile(starter, "starter_layernorm.py", "exec")
 
 
