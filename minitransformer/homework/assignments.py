@@ -3,7 +3,7 @@
 Each ``Assignment`` names the functions a student writes (``Target``: a module
 path inside the package and a qualified name, ``Class.method`` for a Module's
 backward), the lecture it belongs to, its points, and its ``Check`` specs: which
-generic checker runs it (homework/checks.py: "pair" for a functional
+way the grader calls it (homework/evaluate.py: "pair" for a functional
 forward/backward pair, "function" for a forward-only function, "module" for a
 Module's forward/backward) and which input drawer feeds it.
 
@@ -29,8 +29,8 @@ class Target:
 
 @dataclass(frozen=True)
 class Check:
-    checker: str                 # "pair" | "function" | "module"  (homework/checks.py CHECKERS)
-    draw: str                    # an input drawer in homework/checks.py DRAWERS
+    checker: str                 # "pair" | "function" | "module"  (how homework/evaluate.py calls it)
+    draw: str                    # an input drawer in homework/checks.py DRAWERS (the cases' own: cases.py)
     forward: str                 # "module:function" (pair, function) or "module:Class" (module)
     backward: str | None = None  # "module:function" for a pair
     options: dict = field(default_factory=dict)   # passed to the drawer

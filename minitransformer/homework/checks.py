@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-
 STUDENT = "minitransformer"
 REFERENCE = __name__.split(".")[0]
 
