@@ -16,7 +16,7 @@ For every graded case of the assignment and every drawn example:
 
 The outcomes go to the rubric (homework/rubric.py): a wrong tensor fails its own check
 and no other. The numerical gradient check of the student's code runs on the first
-example of each float64 case (of a Module, its main case) and is shown, not scored.
+example of each pair's (or Module's) main case and is shown, not scored.
 A ``student`` offers ``call(spec, args, kwargs)`` -> (value, args after, kwargs after),
 ``function(spec)`` and ``module(spec, *args, **kwargs)`` (its ``call(method, args,
 kwargs)`` the same echo): the Sandbox, or checks.Local.
@@ -220,10 +220,11 @@ def _numerical(tally, graded, case, student, module, seed) -> None:
                   scored=False, into=tally.numerical)
 
 
-def _runs_numerical(graded, index: int) -> bool:
+def _runs_numerical(graded) -> bool:
+    """On the first float64 case of each pair or Module (the check is shown, not scored)."""
     if graded.dtype != "float64" or not graded.numerical or graded.check.checker == "function":
         return False
-    return graded.check.checker != "module" or index == 0
+    return next(g for g in CASES[graded.assignment] if g.check == graded.check) is graded
 
 
 # ------------------------------------------------------------------ one case, one assignment
@@ -247,7 +248,7 @@ def grade_case(tally, graded, index, student, reference, seed, examples) -> None
             tally.errors.append((graded.name, error))
             tally.add(graded.name, RAISED, Row(graded.name, "-", NAN, NAN, False, error_text(error)))
             return
-        if e == 0 and _runs_numerical(graded, index):
+        if e == 0 and _runs_numerical(graded):
             _numerical(tally, graded, case, student, module, seed)
 
 
