@@ -234,3 +234,13 @@ def test_a_students_copy_checks_itself_with_the_graders_cases_diagnoses_and_rubr
                                                             SOFTMAX_BACKWARD.lstrip("\n")))
     out = _starter(tmp_path, "softmax")
     assert "== softmax: 5/5 (ok)" in out and "NOT OK" not in out
+
+
+def test_the_same_grading_runs_in_process_on_the_students_own_package():
+    """checks.Local: the student's code in this process, with the Sandbox's interface (here the
+    installed package plays the student, so every check passes and an exception is the case's)."""
+    from minitransformer.homework.checks import Local
+    from minitransformer.homework.evaluate import run
+    result = run("layernorm", Local(), examples=1)
+    assert result["score"] == result["max_score"] == 10 and result["status"] == "ok", result
+    assert {line.split()[0] for line in result["rubric"]} == {"ok"}
