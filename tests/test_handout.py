@@ -31,3 +31,9 @@ def test_prerequisites_and_cache_fields_of_the_pair_only():
     assert {c for c, _, _ in cache_fields("layernorm")} == {"LayerNormCache"}
     assert ("LayerNormCache", "rstd", "(..., 1) 1/√(σ² + eps); μ and σ² themselves are not needed again") \
         in cache_fields("layernorm")
+
+
+def test_the_prerequisites_named_are_the_assignments_the_grader_swaps_in():
+    from minitransformer.homework.handout import PREREQUISITES
+    for a in ASSIGNMENTS:
+        assert set(PREREQUISITES.get(a.id, ())) == set(a.needs), a.id

@@ -16,7 +16,10 @@ import numpy as np
 
 from minitransformer.cli import main
 from minitransformer.homework.assignments import ASSIGNMENTS, BY_ID, EQUIVALENTS
+from minitransformer.homework.cases import CASES
 from minitransformer.homework.export import export, stub_source
+from minitransformer.homework.handout import page
+from minitransformer.homework.mistakes import catalogue
 
 ALL_POINTS = sum(a.points for a in ASSIGNMENTS)
 
@@ -31,6 +34,10 @@ BUGS = {
     "relu": ("functional/activations.py", "    dx = dy * cache.positive ", "    while True:\n        pass\n    dx = dy * cache.positive "),
     "dropout": ("functional/dropout.py", "dx = dy * cache.mask ", "dx = dy * cache.keep "),
 }
+
+
+def _message(name):
+    return next(m.message for m in catalogue() if m.name == name)
 
 
 def _check(capsys, *argv):
@@ -80,14 +87,15 @@ def test_planted_bugs_lose_points_in_their_own_assignment_with_a_diagnosis(tmp_p
     for a in BUGS:
         assert scores[a][0] < scores[a][1], (a, _section(out, a))
     assert scores["mha"][0] == scores["mha"][1] and scores["rope"][0] == scores["rope"][1], out
+    main = {a: re.escape(CASES[a][0].name) for a in BUGS}
     expected = {
-        "attention": "attention dk .*DIAGNOSIS: off by a factor 2.83 \\(≈ √D with D=8: forgot 1/√D\\?\\)",
-        "linear": "linear dW .*DIAGNOSIS: wrong shape: expected \\(\\d, \\d\\), got \\(\\d, \\d\\) "
+        "attention": main["attention"] + " · dk .*DIAGNOSIS: off by a factor 2.83 \\(≈ √D with D=8: forgot 1/√D\\?\\)",
+        "linear": main["linear"] + " · dW .*DIAGNOSIS: wrong shape: expected \\(\\d, \\d\\), got \\(\\d, \\d\\) "
                   "\\(it is the transpose of the expected array\\)",
-        "softmax": "softmax dx .*DIAGNOSIS: matches y ⊙ dy: the -Σ_j dy_j y_j term is missing",
-        "layernorm": "layernorm dx .*DIAGNOSIS: matches dy ⊙ gamma · rstd: the mean terms",
-        "cross_entropy": "cross_entropy out .*DIAGNOSIS: off by a factor 0.\\d+ \\(≈ N_kept/N: "
-                         "averaged over the ignored targets too\\?\\)",
+        "softmax": main["softmax"] + " · dx .*DIAGNOSIS: " + re.escape(_message("softmax-no-sum-term")),
+        "layernorm": main["layernorm"] + " · dx .*DIAGNOSIS: " + re.escape(_message("layernorm-no-mean-terms")),
+        "cross_entropy": "cross_entropy: ignored targets, no smoothing · out .*DIAGNOSIS: "
+                         + re.escape(_message("ce-mean-over-all-targets")),
         "relu": "timed out after 4 s",
         "dropout": "exception: AttributeError: 'DropoutCache' object has no attribute 'keep' "
                    "\\(at .*dropout.py:\\d+ in dropout_backward\\)",
@@ -106,7 +114,8 @@ def test_gradescope_json_schema_and_exit_code_of_one_assignment(tmp_path, capsys
     (test,) = results["tests"]
     assert set(test) == {"name", "score", "max_score", "output", "visibility"}
     assert test == {**test, "name": "causal_mask", "score": 2, "max_score": 2}
-    assert isinstance(test["output"], str) and "causal_mask out" in test["output"]
+    assert isinstance(test["output"], str) and "causal_mask: T = S · out" in test["output"]
+    assert "case · tensor" in test["output"] and "tolerance: relative error" in test["output"]
 
 
 def test_unknown_assignment_is_a_usage_error(tmp_path, capsys):
@@ -129,12 +138,14 @@ def test_stub_keeps_signature_docstring_and_everything_else_byte_identical():
     assert lines_new[-tail:] == lines_old[-tail:]
 
 
-def test_export_writes_handout_and_starters(tmp_path):
+def test_export_writes_the_handout_pages_and_starters_that_check_afresh(tmp_path):
     export(["layernorm", "mha"], tmp_path)
     handout = (tmp_path / "HOMEWORK.md").read_text()
-    assert "## layernorm" in handout and "rstd" in handout and "## mha" in handout
+    assert page("layernorm") in handout and page("mha") in handout and "rstd" in handout
+    assert "python -m minitransformer lectures --out lectures" in handout
     starter = (tmp_path / "starter_layernorm.py").read_text()
-    assert "# %%" in starter and 'numerical_check("layernorm")' in starter
+    assert "# %%" in starter and "importlib.reload(norm)" in starter
+    assert '"-m", "minitransformer", "homework", "check", ".", "layernorm"' in starter
     compile(starter, "starter_layernorm.py", "exec")
 
 

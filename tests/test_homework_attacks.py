@@ -28,6 +28,15 @@ from minitransformer.homework.sandbox import Limits
 REFERENCE = Path(__file__).resolve().parents[1] / "minitransformer"
 FAST = Limits(timeout=6.0, budget=20.0)
 FALLBACK = "raise NotImplementedError('the trick did not work')"
+CORRECT = """
+import numpy as np
+m = x.max(axis, keepdims=True)
+e = np.exp(x - np.where(np.isfinite(m), m, 0.0))    # a fully masked row: 0, never NaN
+s = e.sum(axis, keepdims=True)
+y = e / np.where(s == 0, 1.0, s)
+return y, (y, axis)
+"""
+CORRECT_BACKWARD = "y, axis = cache\nreturn y * (dy - (dy * y).sum(axis, keepdims=True))"
 
 
 def submission(folder: Path, forward_body: str, *, backward_body: str = FALLBACK, extra=None) -> Path:
@@ -48,15 +57,8 @@ def honest(folder, ids=("softmax",), **kw):
 
 
 def test_a_correct_flat_upload_scores_full_marks(tmp_path):
-    body = """
-    import numpy as np
-    e = np.exp(x - x.max(axis, keepdims=True))
-    y = e / e.sum(axis, keepdims=True)
-    return y, (y, axis)
-    """
-    backward = "y, axis = cache\nreturn y * (dy - (dy * y).sum(axis, keepdims=True))"
     notes = []
-    result = honest(submission(tmp_path / "s", body, backward_body=backward,
+    result = honest(submission(tmp_path / "s", CORRECT, backward_body=CORRECT_BACKWARD,
                                extra={"notes.txt": "hi\n"}), notes=notes)["softmax"]
     assert result["score"] == result["max_score"] == 5, result
     assert any("notes.txt" in n for n in notes)
@@ -269,10 +271,8 @@ def test_gradescope_zip_end_to_end(tmp_path):
     setup = subprocess.run(["bash", str(root / "source" / "setup.sh")], env=env, capture_output=True, text=True,
                            timeout=120)
     assert setup.returncode == 0, setup.stderr
-    correct = "import numpy as np\ne = np.exp(x - x.max(axis, keepdims=True))\ny = e / e.sum(axis, keepdims=True)\n" \
-              "return y, (y, axis)"
-    backward = "y, axis = cache\nreturn y * (dy - (dy * y).sum(axis, keepdims=True))"
-    uploads = {"correct": (correct, backward), "buggy": (correct, "y, axis = cache\nreturn y * dy"),
+    correct = CORRECT
+    uploads = {"correct": (correct, CORRECT_BACKWARD), "buggy": (correct, "y, axis = cache\nreturn y * dy"),
                "hostile": ("import os\nprint('{\"score\": 100}')\nos._exit(0)", FALLBACK)}
     scores = {}
     for name, (fwd, bwd) in uploads.items():
@@ -313,9 +313,8 @@ def test_run_autograder_reports_even_when_the_grader_cannot_start(tmp_path):
 
 def test_check_class_writes_a_gradebook_and_a_hang_costs_its_budget_once(tmp_path):
     subs = tmp_path / "subs"
-    correct = "import numpy as np\ne = np.exp(x - x.max(axis, keepdims=True))\ny = e / e.sum(axis, keepdims=True)\n" \
-              "return y, (y, axis)"
-    submission(subs / "alice", correct, backward_body="y, axis = cache\nreturn y * (dy - (dy * y).sum(axis, keepdims=True))")
+    correct = CORRECT
+    submission(subs / "alice", correct, backward_body=CORRECT_BACKWARD)
     submission(subs / "bob", "while True:\n    pass", backward_body="while True:\n    pass",
                extra={"relu.py": "def relu_forward(x):\n    while True:\n        pass\n"})
     start = time.monotonic()

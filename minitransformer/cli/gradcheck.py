@@ -18,7 +18,7 @@ import sys
 
 from ..gradcheck.suite import layer_checks
 from ..homework.ownpair import TargetError, check_file, parse_shapes
-from ..homework.report import HEADER, format_result
+from ..homework.report import format_result
 from ..validate import cli_integer
 
 
@@ -29,7 +29,6 @@ def _run_target(target: str, seed: int, shapes: str | None) -> int:
         print(f"gradcheck: {e}", file=sys.stderr)
         return 2
     ok = all(r.ok for r in rows)
-    print(HEADER)
     print(format_result({"id": target, "score": sum(r.ok for r in rows), "max_score": len(rows),
                          "status": "ok" if ok else "fail", "rows": [r.to_dict() for r in rows],
                          "message": "" if has_reference else

@@ -63,12 +63,11 @@ def _limits(args):
 
 def _check(args) -> int:
     from ..homework.grade import grade, require_folder
-    from ..homework.report import HEADER, all_passed, format_notes, format_result, summary, write_gradescope
+    from ..homework.report import all_passed, format_notes, format_result, summary, write_gradescope
     start = time.perf_counter()
     select(args.assignments)
     require_folder(args.dir)
     seed, notes = _seed(args), []
-    print(HEADER)
     results = grade(args.dir, args.assignments, limits=_limits(args), seed=seed, notes=notes,
                     progress=lambda r: print(format_result(r), flush=True))
     if notes:

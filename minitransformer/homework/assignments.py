@@ -3,7 +3,7 @@
 Each ``Assignment`` names the functions a student writes (``Target``: a module
 path inside the package and a qualified name, ``Class.method`` for a Module's
 backward), the lecture it belongs to, its points, and its ``Check`` specs: which
-generic checker runs it (homework/checks.py: "pair" for a functional
+way the grader calls it (homework/evaluate.py: "pair" for a functional
 forward/backward pair, "function" for a forward-only function, "module" for a
 Module's forward/backward) and which input drawer feeds it.
 
@@ -29,8 +29,8 @@ class Target:
 
 @dataclass(frozen=True)
 class Check:
-    checker: str                 # "pair" | "function" | "module"  (homework/checks.py CHECKERS)
-    draw: str                    # an input drawer in homework/checks.py DRAWERS
+    checker: str                 # "pair" | "function" | "module"  (how homework/evaluate.py calls it)
+    draw: str                    # an input drawer in homework/checks.py DRAWERS (the cases' own: cases.py)
     forward: str                 # "module:function" (pair, function) or "module:Class" (module)
     backward: str | None = None  # "module:function" for a pair
     options: dict = field(default_factory=dict)   # passed to the drawer
@@ -112,7 +112,7 @@ ASSIGNMENTS = (
     Assignment("block", "A whole pre-norm block: Residual and DecoderBlock backward", L3, 10,
                _targets("layers.residual:Residual.backward", "layers.blocks:DecoderBlock.backward"),
                (Check("module", "block", "layers.blocks:DecoderBlock"),),
-               needs=("mha", "layernorm", "linear", "gelu", "relu", "dropout")),
+               needs=("mha", "layernorm", "rmsnorm", "linear", "gelu", "relu", "dropout")),
     Assignment("sinusoidal", "Sinusoidal position table (forward only)", L4, 3,
                _targets(f"{F}.sinusoidal:sinusoidal_table"),
                (Check("function", "sinusoidal", f"{F}.sinusoidal:sinusoidal_table"),)),

@@ -66,7 +66,7 @@ def _float32(draw):
             kwargs["ctor"] = (args_, dict(ctor, dtype=np.float32))
         if kwargs.get("dtype") is np.float64:
             kwargs["dtype"] = np.float32
-        return replace(case, inputs=inputs, kwargs=kwargs, factors={}, masked=dict(case.masked))
+        return replace(case, inputs=inputs, kwargs=kwargs, masked=dict(case.masked))
     return drawn
 
 
@@ -148,7 +148,8 @@ def _attention(rng, *, H=2, G=2, fully_masked=False, bias=False, dropout=False):
     if dropout:
         p = float(rng.uniform(0.2, 0.5))
         kwargs = {"p_drop": p, "drop_mask": rng.random((B, H, T, S)) >= p}
-    return Case(inputs, kwargs, wrt=wrt)
+    return Case(inputs, kwargs, wrt=wrt, factors={f"√D with D={D}": (D ** 0.5, "forgot 1/√D?"),
+                                                  f"1/√D with D={D}": (D ** -0.5, "applied 1/√D twice?")})
 
 
 def draw_rope(rng, layout="interleaved", scale=1.0):

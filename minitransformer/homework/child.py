@@ -14,7 +14,9 @@ needs only the standard library and NumPy and never imports the reference. In or
 A request names a function of the copy ("functional.norm:layernorm_forward"), a
 method of an object it returned, or one of the few helpers below; the reply holds
 arrays (.npy bytes) and, for anything else (a cache, a Module), a handle the
-parent can send back. The same encoding serves both directions (``encode`` /
+parent can send back. With ``echo`` the reply also holds the call's arguments as they
+are after it, so the parent sees an input changed in place (the child compares
+nothing). The same encoding serves both directions (``encode`` /
 ``decode``); the parent decodes the replies strictly: no pickle, numbers and
 arrays of plain dtypes only, bounded sizes.
 """
@@ -276,12 +278,20 @@ class Server:
             obj = getattr(obj, part)
         return obj
 
-    def op_call(self, target, args=(), kwargs=None):
-        return self.resolve(target)(*args, **(kwargs or {}))
+    def op_call(self, target, args=(), kwargs=None, echo=False):
+        return self._echo(self.resolve(target), args, kwargs, echo)
 
     # a Handle in a request arrives here as its object
-    def op_method(self, handle, name, args=(), kwargs=None):
-        return getattr(handle, name)(*args, **(kwargs or {}))
+    def op_method(self, handle, name, args=(), kwargs=None, echo=False):
+        return self._echo(getattr(handle, name), args, kwargs, echo)
+
+    @staticmethod
+    def _echo(fn, args, kwargs, echo):
+        """fn's value; with ``echo``, also the arguments as they are after the call (the parent
+        compares them with what it sent: an argument changed in place)."""
+        kwargs = kwargs or {}
+        value = fn(*args, **kwargs)
+        return {"value": value, "args": list(args), "kwargs": kwargs} if echo else value
 
     def op_params(self, handle):
         return {name: p for name, p, _ in handle.parameters()}

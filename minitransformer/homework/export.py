@@ -24,6 +24,8 @@ import shutil
 from pathlib import Path
 
 from .assignments import EQUIVALENTS, select
+from .expected import in_student_copy
+from .expected import write as write_expected
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -103,8 +105,11 @@ def _check_out(out: Path, force: bool) -> set:
 
 
 def export(ids, out, *, with_solutions: bool = False, package_dir: Path = PACKAGE_DIR,
-           force: bool = False) -> list:
-    """Copy the package into ``out``/minitransformer, stub the chosen assignments, write the handout."""
+           force: bool = False, expectations: bool = True) -> list:
+    """Copy the package into ``out``/minitransformer, stub the chosen assignments, write the handout.
+
+    A student's copy also gets the public seed's expected results (homework/expected.py), for
+    its local check; ``expectations=False`` leaves them out (the grader's own pristine copy)."""
     assignments = select(ids)
     out = Path(out)
     previous = _check_out(out, force)
@@ -119,12 +124,16 @@ def export(ids, out, *, with_solutions: bool = False, package_dir: Path = PACKAG
             for t in EQUIVALENTS.get(a.id, ()):
                 targets.setdefault(t, f"computes the {a.id} assignment; left out of the student's copy")
         _stub_all(dest, targets)
+        if expectations and not in_student_copy(package_dir):
+            write_expected(dest, [a.id for a in assignments])
     (out / "HOMEWORK.md").write_text(handout(assignments, package_dir), encoding="utf-8")
     for a in assignments:
         (out / f"starter_{a.id}.py").write_text(starter(a, package_dir), encoding="utf-8")
     written = {p.relative_to(out).as_posix() for p in out.rglob("*")
                if p.is_file() and (p.parent == out and p.name in _top_files(assignments) or
-                                   p.is_relative_to(dest) and _from_package(p, dest, package_dir))}
+                                   p.is_relative_to(dest) and _from_package(p, dest, package_dir)
+                                   or p.parent == dest / "homework" and p.stem == "expected"
+                                   and not with_solutions)}
     for stale in previous - written:
         path = out / stale
         if path.is_file() and ".." not in stale:
@@ -163,31 +172,28 @@ def _copy_lectures(package_dir: Path, dest: Path) -> None:
 
 
 def handout(assignments, package_dir: Path) -> str:
+    """HOMEWORK.md: how to work, check and hand in, then each assignment's page (homework/handout.py)."""
+    from .handout import page
     parts = ["# Homework\n",
              "Implement the functions below in this copy of minitransformer. Each one keeps its",
-             "signature and docstring; replace the `raise NotImplementedError` line with the body.",
-             "Check yourself with `python starter_<id>.py` (the numerical gradient check) and",
-             "`python -m minitransformer gradcheck FILE.py:FORWARD:BACKWARD` for your own drafts.",
-             "Your instructor grades with `python -m minitransformer homework check DIR`.",
-             "The lectures named below: `python -m minitransformer lectures --out lectures` copies them here.\n"]
+             "signature and its docstring (the equation, the shapes, the conventions); replace the",
+             "`raise NotImplementedError` line with the body. Work in this folder: every command below",
+             "runs here.\n",
+             "- Check an assignment: `python -m minitransformer homework check . ID` (or run",
+             "  `starter_ID.py`, also as a notebook) grades your code as the grader does: the same cases,",
+             "  tolerance, diagnoses and rubric, with the public seed 0 (your instructor's seed is secret).",
+             "- Hand in the files you edited (each page names them); only the bodies of the assigned",
+             "  functions are graded.",
+             "- The lectures named below: `python -m minitransformer lectures --out lectures` copies them here.\n"]
     for a in assignments:
-        parts.append(f"## {a.id}: {a.title} ({a.points} points, {a.lecture})\n")
-        modules = dict.fromkeys(t.module for t in a.targets)
-        for m in modules:
-            parts.append(f"The math (`minitransformer/{m.replace('.', '/')}.py`):\n")
-            parts.append("```\n" + module_doc(package_dir, m).strip() + "\n```\n")
-        parts.append("Implement:\n")
-        for t in a.targets:
-            doc = docstring_of(package_dir, t).strip()
-            block = "\n\n  ```\n  " + doc.replace("\n", "\n  ") + "\n  ```" if doc else ""
-            parts.append(f"- `{t}`{block}")
-        parts.append(f"\nCheck: `python starter_{a.id}.py`, then ask for `homework check DIR {a.id}`.\n")
+        parts.append(page(a.id) + "\n")
     return "\n".join(parts) + "\n"
 
 
 def starter(a, package_dir: Path) -> str:
-    imports = "\n".join(f"from minitransformer.{t.module} import {t.qualname.split('.')[0]}"
-                        for t in a.targets)
+    modules = sorted({t.module for t in a.targets})
+    imports = "\n".join(f"import minitransformer.{m} as {m.split('.')[-1]}" for m in modules)
+    reloads = "\n".join(f"importlib.reload({m.split('.')[-1]})" for m in modules)
     return f'''# ---
 # jupyter:
 #   jupytext:
@@ -199,20 +205,33 @@ def starter(a, package_dir: Path) -> str:
 #
 # Assignment `{a.id}` ({a.points} points), lecture `{a.lecture}`.
 # Write the bodies of: {", ".join(f"`{t}`" for t in a.targets)}.
-# The equations are in their docstrings and in HOMEWORK.md.
+# The equations are in their docstrings; HOMEWORK.md says what is graded and how.
+
+# %% [markdown]
+# Try your functions here. The reload re-reads your file each time this cell runs, so a
+# notebook never keeps the code you have since fixed.
 
 # %%
+import importlib
+
 import numpy as np
 
 {imports}
+{reloads}
 
 # %% [markdown]
-# The numerical gradient check of your functions (central differences, float64,
-# random shapes): every row should say OK. Forward-only assignments have nothing
-# to check numerically; the grader compares them with the reference.
+# The grader's table for your code: the graded cases, the tolerance, each tensor's
+# error and, when it recognises your mistake, a diagnosis; then the rubric. It runs
+# `python -m minitransformer homework check . {a.id}` in a fresh process (your files as
+# they are now, the public seed 0).
 
 # %%
-from minitransformer.homework.checks import numerical_check
+import subprocess
+import sys
+from pathlib import Path
 
-print(numerical_check("{a.id}"))
+HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
+done = subprocess.run([sys.executable, "-m", "minitransformer", "homework", "check", ".", "{a.id}"],
+                      cwd=HERE, capture_output=True, text=True)
+print(done.stdout + done.stderr)
 '''

@@ -24,7 +24,7 @@ PREREQUISITES = {
     "attention": ("softmax", "dropout"),
     "cross_entropy": (),
     "mha": ("linear", "causal_mask", "attention", "rope"),
-    "block": ("mha", "layernorm", "rmsnorm", "gelu", "dropout", "linear"),
+    "block": ("mha", "layernorm", "rmsnorm", "gelu", "relu", "dropout", "linear"),
 }
 
 OPTIONAL = {
@@ -82,7 +82,8 @@ def page(assignment_id: str) -> str:
     needs = PREREQUISITES.get(a.id, ())
     lines += ["", "### Prerequisites", "",
               ("Your code calls " + ", ".join(f"`{n}`" for n in needs) + ": the grader uses the reference for "
-               "them (a bug there costs nothing here), but to run and train locally they must work.")
+               "them (a bug there costs nothing here), but the local check and training run yours: do them "
+               "first.")
               if needs else "None: this assignment stands alone."]
     fields = cache_fields(a.id)
     if fields:
@@ -103,13 +104,17 @@ def page(assignment_id: str) -> str:
         lines += ["", OPTIONAL[a.id]]
     lines += ["", "### Rubric", "", render(a.id)]
     lines += ["", "### Check it locally", "",
+              "In this folder (the one holding HOMEWORK.md):", "",
               f"    python -m minitransformer homework check . {a.id}", "",
-              "runs the same cases as the grader (with a public seed) and prints, per tensor, the error and a "
-              "diagnosis that names the mistake when it recognises one. For one pair of your own:", "",
+              f"(or `python starter_{a.id}.py`, also as a notebook) grades your code as the grader does: the same "
+              "cases, tolerance, diagnoses and rubric, with the public seed 0 instead of your instructor's secret "
+              "one. It prints, per tensor, the error and a diagnosis that names the mistake when it recognises "
+              "one, then the rubric. For a draft of your own in any file, the numerical gradient check:", "",
               "    python -m minitransformer gradcheck FILE.py:FORWARD:BACKWARD", "",
               "### What to hand in", "",
               "The file(s) you edited, nothing else: " + ", ".join(f"`{f}`" for f in _files(a.id)) +
-              ". Only the bodies of the functions above are graded; everything else is taken from the original.",
+              ". Upload them as your instructor says (on Gradescope: the files alone, or with their paths). "
+              "Only the bodies of the functions above are graded; everything else is taken from the original.",
               "", "### Train with your own code", "",
               "    python -m minitransformer train --steps 300", "",
               "trains the small GPT with your functions (the copy has no other implementation of them). "

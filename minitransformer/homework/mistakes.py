@@ -146,19 +146,26 @@ def diagnose(assignment_id, tensor, inputs, student, reference, *, function=None
                         function=function, tol=tol).get(tensor)
 
 
-def diagnose_all(assignment_id, inputs, student: dict, reference: dict, *, function=None, tol=None) -> dict:
+def diagnose_all(assignment_id, inputs, student: dict, reference: dict, *, function=None, tol=None,
+                 factors=None, masked=None, variants=None) -> dict:
     """{tensor: message} for every tensor of ``reference`` the student got wrong: a catalogue
-    message when a mistake fits, else the generic diagnosis of diagnose.compare ("" when none)."""
-    messages, cache = {}, {}
+    message when a mistake fits, else the generic diagnosis of diagnose.compare ("" when none),
+    which names the ``factors`` a case draws ({label: (value, hint)}) and its ``masked``
+    entries ({tensor: bool array}). ``variants``: {mistake name: {tensor: array}} computed
+    already (a student's copy has them stored, not computed)."""
+    messages, cache = {}, dict(variants or {})
     for tensor, r in reference.items():
         if r is None:
             continue
         s = student.get(tensor)
-        row = compare(tensor, s, r, tol=tol if tol is not None else _compare_tol(s, r))
+        row = compare(tensor, s, r, tol=tol if tol is not None else _compare_tol(s, r), factors=factors,
+                      masked=(masked or {}).get(tensor))
         if row.ok:
             continue
         nan = nan_message(tensor, s, r)
-        others = {k: (student.get(k), v) for k, v in reference.items() if k != tensor}
+        # a wrong gradient must agree with the forward's output (and the other gradients); a
+        # wrong output need not agree with gradients: a backward written apart may be right
+        others = {k: (student.get(k), v) for k, v in reference.items() if k != tensor and tensor != "out"}
         mistake = recognise(assignment_id, tensor, inputs, s, r, function=function, cache=cache,
                             others=others)
         messages[tensor] = nan or (mistake.message if mistake else row.diagnosis)

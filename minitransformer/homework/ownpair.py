@@ -10,7 +10,9 @@ Inputs. When FORWARD has the name of a function in the assignment table
 (``layernorm_forward``, ``attention_forward`` ...), its graded main case draws the
 inputs (homework/cases.py: ranks, masks, options as the grader draws them), the
 reference runs on the same inputs, and each wrong tensor gets a diagnosis
-(homework/mistakes.py). Otherwise the inputs come from FORWARD's signature, by name:
+(homework/mistakes.py); in a student's copy, which holds no reference, only the
+numerical check runs (``homework check . ID`` compares with the stored
+expectations there). Otherwise the inputs come from FORWARD's signature, by name:
 
     q, k, v                  (B, H, T, D) = (2, 2, 3, 4)
     mask                     (T, T) bool, causal
@@ -41,6 +43,7 @@ from ..gradcheck import check_pair
 from .cases import CASES, run_pair, trial_inputs
 from .checks import Case, resolve
 from .diagnose import Row, compare
+from .expected import in_student_copy
 from .mistakes import diagnose_all
 
 B, H, T, C = 2, 2, 3, 4
@@ -211,8 +214,9 @@ def check_file(target: str, seed: int = 0, shapes=None) -> tuple[list, bool]:
     graded = None if shapes else graded_case(forward.__name__)
     case = graded.draw(np.random.default_rng(seed)) if graded else draw_inputs(forward, seed, shapes)
     rows = []
+    compared = graded is not None and not in_student_copy()     # a student's copy holds no reference
     try:
-        if graded is not None:
+        if compared:
             rows += _compared(graded, case, forward, backward, seed)
         num = check_pair(forward, backward, {k: v.copy() for k, v in case.inputs.items()},
                          kwargs=case.kwargs, wrt=case.wrt or None, seed=seed)
@@ -221,7 +225,7 @@ def check_file(target: str, seed: int = 0, shapes=None) -> tuple[list, bool]:
     except Exception as e:            # noqa: BLE001 - the student's code raised: one line, where
         raise TargetError(f"running the pair raised {_one_line(e)}") from None
     rows += [Row(f"numerical d{r.name}", str(r.shape), r.max_abs_error, r.rel_error, r.ok) for r in num.rows]
-    return rows, graded is not None
+    return rows, compared
 
 
 def _compared(graded, case, forward, backward, seed) -> list:

@@ -11,22 +11,38 @@ def _num(x) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.2e}"
 
 
+TOLERANCE = ("tolerance: relative error <= 1e-07 in float64, <= 0.0001 in float32, per tensor: "
+             "max |yours - reference| / max(|yours|, |reference|)")
+
+
+def header(width: int = 44) -> str:
+    return f"   {'case · tensor':<{width}} {'shape':<16} {'max abs':>9} {'rel err':>9}  verdict"
+
+
+HEADER = header()
+
+
 def format_result(result: dict) -> str:
-    """One assignment: a header line, then one line per tensor, each with its diagnosis."""
+    """One assignment: its score, the tolerance, a header, one line per tensor (each wrong one
+    with its diagnosis), then the rubric's checks."""
     lines = [f"== {result['id']}: {result['score']:g}/{result['max_score']} ({result['status']})"]
     if result.get("message"):
         lines.append(f"   {result['message']}")
-    for r in result["rows"]:
+    rows = result["rows"]
+    if rows:
+        width = min(max([44] + [len(r["name"]) for r in rows]), 80)
+        lines += [f"   {result.get('tolerance', TOLERANCE)}", header(width)]
+    for r in rows:
         verdict = "OK" if r["ok"] else "NOT OK"
-        line = (f"   {r['name']:<44} {r['shape']:<16} {_num(r['max_abs_error']):>9} "
+        line = (f"   {r['name']:<{width}} {r['shape']:<16} {_num(r['max_abs_error']):>9} "
                 f"{_num(r['rel_error']):>9}  {verdict}")
         if r.get("diagnosis"):
             line += f"   DIAGNOSIS: {r['diagnosis']}"
         lines.append(line)
+    if result.get("rubric"):
+        lines += ["   rubric (all or nothing per check; the numerical check is shown, not scored):"]
+        lines += [f"   {line}" for line in result["rubric"]]
     return "\n".join(lines)
-
-
-HEADER = f"   {'tensor':<44} {'shape':<16} {'max abs':>9} {'rel err':>9}  verdict"
 
 
 def format_notes(notes: list, at_most: int = 8) -> str:

@@ -196,6 +196,10 @@ class Sandbox:
         remote.__name__ = remote.__qualname__ = target.split(":")[1].split(".")[-1]
         return remote
 
+    def call(self, target: str, args=(), kwargs=None) -> tuple:
+        """(value, args after, kwargs after) of the student's function on these arguments."""
+        return _echoed(self.request("call", target=target, args=list(args), kwargs=kwargs or {}, echo=True))
+
     def module(self, target: str, *args, **kwargs) -> "RemoteModule":
         return RemoteModule(self, self.request("call", target=target, args=list(args), kwargs=kwargs))
 
@@ -245,6 +249,14 @@ class Sandbox:
         self.close()
 
 
+def _echoed(reply) -> tuple:
+    """An echo reply as (value, args, kwargs); a reply of another form is the child's fault."""
+    if not (isinstance(reply, dict) and set(reply) == {"value", "args", "kwargs"}
+            and isinstance(reply["args"], tuple) and isinstance(reply["kwargs"], dict)):
+        raise ChildGone("protocol", "the student's process answered a call with something else")
+    return reply["value"], reply["args"], reply["kwargs"]
+
+
 def _refuse(obj):
     raise TypeError(f"the grader cannot send a {type(obj).__name__} to the student's process")
 
@@ -273,9 +285,21 @@ class RemoteModule:
         for k in self.params:
             self.params[k][...] = state[k]
 
-    def forward(self, *inputs):
+    def forward(self, *inputs, **kwargs):
         self.sandbox.request("set_params", handle=self.handle, params=self.params)
-        return self.sandbox.request("method", handle=self.handle, name="forward", args=list(inputs))
+        return self.sandbox.request("method", handle=self.handle, name="forward", args=list(inputs),
+                                    kwargs=kwargs)
+
+    def call(self, name: str, args=(), kwargs=None) -> tuple:
+        """(value, args after, kwargs after) of one method; the parameters are sent first and the
+        grads read back after a backward."""
+        if name == "forward":
+            self.sandbox.request("set_params", handle=self.handle, params=self.params)
+        reply = _echoed(self.sandbox.request("method", handle=self.handle, name=name, args=list(args),
+                                             kwargs=kwargs or {}, echo=True))
+        if name == "backward":
+            self.grads = self._grads()
+        return reply
 
     def backward(self, dout):
         dx = self.sandbox.request("method", handle=self.handle, name="backward", args=[dout])

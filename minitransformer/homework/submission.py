@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 from .assignments import ASSIGNMENTS
-from .export import _find, body_span, export
+from .export import MANIFEST, _find, body_span, export
 
 MAX_FILES, MAX_BYTES = 500, 1 << 20
 _PRISTINE: dict = {}
@@ -34,7 +34,7 @@ def pristine_copy() -> Path:
     if "dir" not in _PRISTINE:
         root = Path(tempfile.mkdtemp(prefix="mt-pristine-"))
         atexit.register(shutil.rmtree, root, True)
-        export(["all"], root / "copy")
+        export(["all"], root / "copy", expectations=False)
         _PRISTINE["dir"] = root / "copy"
     return _PRISTINE["dir"]
 
@@ -114,7 +114,8 @@ def stage(submission, assignments=ASSIGNMENTS) -> tuple:
     submission = Path(submission)
     root = Path(tempfile.mkdtemp(prefix="mt-staged-"))
     shutil.copytree(pristine_copy() / "minitransformer", root / "minitransformer")
-    files = _python_files(submission)
+    files = [p for p in _python_files(submission)          # a file as handed out holds no body: not parsed
+             if not _as_handed_out(p, p.relative_to(submission).as_posix())]
     parsed = {p.relative_to(submission).as_posix(): _parse(p) for p in files}
     notes, used = [], {}
     for a in assignments:
@@ -131,7 +132,7 @@ def stage(submission, assignments=ASSIGNMENTS) -> tuple:
                 used.setdefault(rel, []).append(t)
                 break
     for rel, (source, tree) in parsed.items():
-        if not _as_handed_out(submission / rel, rel):
+        if rel != MANIFEST:
             notes += _ignored(rel, source, tree, used.get(rel, []))
     for path in root.rglob("*"):
         os.chmod(path, 0o755 if path.is_dir() else 0o644)

@@ -1,0 +1,315 @@
+"""Grade one assignment on its graded cases (homework/cases.py), in the grader's process.
+
+For every graded case of the assignment and every drawn example:
+
+    draw        the case's inputs, from the seed (the instructor's secret, or the public 0)
+    student     the student's functions run on them (in the confined child, or in-process in
+                a student's own copy) and send back their results and their arguments as they
+                are after the call
+    reference   the reference's results on the same inputs (this installation's, or, in a
+                student's copy, the public seed's stored ones: homework/expected.py)
+    compare     each tensor within the case's tolerance (diagnose.compare)
+    diagnose    each wrong tensor with the catalogue (mistakes.diagnose_all), its variants
+                computed here from the same inputs
+    promises    float32 in, float32 out (mistakes.dtype_message); no input and no upstream
+                gradient changed in place (mistakes.mutation_message: before vs after)
+
+The outcomes go to the rubric (homework/rubric.py): a wrong tensor fails its own check
+and no other. The numerical gradient check of the student's code runs on the first
+example of each pair's (or Module's) main case and is shown, not scored.
+A ``student`` offers ``call(spec, args, kwargs)`` -> (value, args after, kwargs after),
+``function(spec)`` and ``module(spec, *args, **kwargs)`` (its ``call(method, args,
+kwargs)`` the same echo): the Sandbox, or checks.Local.
+"""
+from __future__ import annotations
+
+import inspect
+import math
+
+import numpy as np
+
+from ..gradcheck import check_module, check_pair
+from .assignments import BY_ID
+from .cases import CASES, build_module, reference_results, run_module, tolerance, trial_inputs
+from .checks import REFERENCE, resolve
+from .diagnose import Row, compare
+from .mistakes import diagnose_all, dtype_message, mutation_message
+from .rubric import UNCHANGED, score
+from .sandbox import ChildGone, StudentError
+
+RAISED, DTYPE, PARAMS = "raised", "dtype", "d(parameters)"
+NOT_PARAMETERS = ("out", "dx", "dmemory", RAISED, DTYPE, UNCHANGED)
+NAN = float("nan")
+
+
+class Computed:
+    """The reference of this installation: inputs drawn from the seed, results computed here."""
+
+    examples = None                   # as many as asked
+
+    def case(self, graded, index: int, example: int, seed: int):
+        """(case, reference results, upstream gradient, a Module's initial parameters or None)."""
+        case = graded.draw(np.random.default_rng([seed, index, example]))
+        if graded.check.checker != "module":
+            ref, g = reference_results(graded, case, seed=seed + example)
+            return case, ref, g, None
+        module = build_module(resolve(REFERENCE, graded.check.forward), case,
+                              resolve(REFERENCE, "layers.blocks:BlockSpec"))
+        state = {name: np.array(p, copy=True) for name, p, _ in module.parameters()}
+        ref, g = run_module(module, case, seed=seed + example)
+        return case, ref, g, state
+
+    def diagnose(self, graded, index, example, case, g, student, ref) -> dict:
+        return diagnose_all(graded.assignment, trial_inputs(graded, case, g), student, ref,
+                            function=stem(graded), tol=tolerance(graded), factors=case.factors,
+                            masked=case.masked)
+
+
+def stem(graded) -> str:
+    """The function a case runs, as the catalogue names it: "layernorm", "MultiHeadAttention"."""
+    return graded.check.forward.split(":")[1].removesuffix("_forward")
+
+
+# ------------------------------------------------------------------ the student's results
+def _wrt(case) -> tuple:
+    return case.wrt or tuple(k for k, v in case.inputs.items() if v.dtype.kind == "f")
+
+
+def _student_pair(student, graded, case, g):
+    """(results, the forward's arguments after the call, the upstream gradient after, error)."""
+    check = graded.check
+    value, _, after = student.call(check.forward, (), {**case.inputs, **case.kwargs})
+    if check.backward is None:
+        return {"out": value}, after, None, None
+    if not (isinstance(value, tuple) and len(value) == 2):
+        raise StudentError({"type": "TypeError", "message": f"{check.forward.split(':')[1]} must return "
+                            f"(out, cache), it returned a {type(value).__name__}"})
+    out, cache = value
+    try:
+        grads, args_after, _ = student.call(check.backward, (g, cache), {})
+    except StudentError as e:
+        return {"out": out}, after, None, e
+    grads = grads if isinstance(grads, tuple) else (grads,)
+    results = {"out": out}
+    for i, name in enumerate(_wrt(case)):
+        results[f"d{name}"] = grads[i] if i < len(grads) else None
+    return results, after, args_after[0], None
+
+
+def _student_module(student, graded, case, g, state):
+    args, kwargs = case.kwargs["ctor"]
+    if "spec" in case.kwargs:
+        args = (student.call("layers.blocks:BlockSpec", (), case.kwargs["spec"])[0],)
+    module = student.module(graded.check.forward, *args, **kwargs)
+    module.load_state_dict(state)
+    out, _, after = module.call("forward", (), dict(case.inputs))
+    try:
+        grads, args_after, _ = module.call("backward", (g,))
+    except StudentError as e:
+        return {"out": out}, after, None, e, module
+    results = {"out": out}
+    if "memory" in case.inputs:
+        grads = grads if isinstance(grads, tuple) else (grads, None)
+        results["dx"], results["dmemory"] = grads[0], grads[1] if len(grads) > 1 else None
+    else:
+        results["dx"] = grads[0] if isinstance(grads, tuple) else grads
+    for name, _, grad in module.parameters():
+        results[f"d{name}"] = grad
+    return results, after, args_after[0], None, module
+
+
+def _is_array(value) -> bool:
+    return isinstance(value, (np.ndarray, np.generic, float, int, bool))
+
+
+# ------------------------------------------------------------------ one assignment's tally
+class Tally:
+    """The rows of one assignment (the worst example of each) and its outcomes (every example)."""
+
+    def __init__(self):
+        self.rows: dict = {}            # (case name, tensor) -> Row
+        self.numerical: dict = {}
+        self.outcomes: dict = {}        # (case name, tensor) -> bool, for the rubric
+        self.errors: list = []          # (case name, StudentError)
+
+    def add(self, case, tensor, row: Row, *, scored: bool = True, into=None) -> None:
+        rows = self.rows if into is None else into
+        old = rows.get((case, tensor))
+        if old is None or (old.ok and not row.ok) or (not old.ok and not row.ok and row.diagnosis
+                                                      and not old.diagnosis):
+            rows[(case, tensor)] = row
+        if scored:
+            self.outcomes[(case, tensor)] = self.outcomes.get((case, tensor), True) and row.ok
+
+
+def _row(name, s, r, tol) -> Row:
+    if s is not None and not _is_array(s):
+        return Row(name, str(np.shape(r)), NAN, NAN, False, f"not an array: a {type(s).__name__}")
+    return compare(name, s, r, tol=tol)
+
+
+def _judge(tally, graded, ref, g, student, diagnose) -> None:
+    """Compare every tensor the student returned; diagnose the wrong ones (the catalogue, then
+    the generic patterns of homework/diagnose.py)."""
+    tol, rows = tolerance(graded), {}
+    for tensor, r in ref.items():
+        if r is not None and tensor in student:
+            rows[tensor] = _row(f"{graded.name} · {tensor}", student[tensor], r, tol)
+    if any(not row.ok for row in rows.values()):
+        clean = {t: v if _is_array(v) else None for t, v in student.items()}
+        messages = diagnose(clean, ref)
+        for tensor, row in rows.items():
+            if not row.ok and messages.get(tensor):
+                row.diagnosis = messages[tensor]
+    for tensor, row in rows.items():
+        tally.add(graded.name, tensor, row)
+    if graded.dtype == "float32":
+        found = [dtype_message(t, student[t], np.float32) for t in rows
+                 if isinstance(student[t], np.ndarray) and student[t].dtype.kind == "f"]
+        found = [m for m in found if m]
+        tally.add(graded.name, DTYPE, Row(f"{graded.name} · float32 kept", "-", NAN, NAN, not found,
+                                          found[0] if found else ""))
+
+
+def _unchanged(tally, graded, case, after, g, g_after) -> None:
+    """The inputs and the upstream gradient as the child had them after the call, vs what was sent."""
+    sent = {**case.inputs, **{k: v for k, v in case.kwargs.items() if isinstance(v, np.ndarray)}}
+    found = [mutation_message(k, before, after[k]) for k, before in sent.items()
+             if isinstance(after.get(k), np.ndarray)]
+    if g is not None and isinstance(g_after, np.ndarray):
+        found.append(mutation_message(_upstream_name(graded), g, g_after, upstream=True))
+    found = [m for m in found if m]
+    tally.add(graded.name, UNCHANGED, Row(f"{graded.name} · inputs unchanged", "-", NAN, NAN, not found,
+                                          found[0] if found else ""))
+
+
+def _upstream_name(graded) -> str:
+    if graded.check.checker == "module":
+        return "dy"
+    try:
+        return next(iter(inspect.signature(resolve(REFERENCE, graded.check.backward)).parameters))
+    except (StopIteration, TypeError, ValueError):
+        return "dout"
+
+
+def error_text(e: StudentError) -> str:
+    if e.type == "NotImplementedError":
+        return f"not implemented: {e}"
+    return f"exception: {e.type}: {e}" + (f" (at {e.where})" if e.where else "")
+
+
+# ------------------------------------------------------------------ the numerical check
+def _numerical(tally, graded, case, student, module, seed) -> None:
+    check = graded.check
+    try:
+        if check.checker == "module":
+            num = check_module(module, case.inputs["x"].copy(), seed=seed, max_coords=16, tol=1e-6)
+        else:
+            num = check_pair(student.function(check.forward), student.function(check.backward),
+                             {k: np.array(v, copy=True) for k, v in case.inputs.items()},
+                             kwargs=case.kwargs, wrt=_wrt(case), seed=seed, max_coords=32)
+    except (StudentError, ValueError, TypeError, IndexError) as e:
+        text = error_text(e) if isinstance(e, StudentError) else f"could not run: {e}"
+        tally.add(graded.name, "numerical", Row(f"{graded.name} · numerical check", "-", NAN, NAN, False,
+                                                text), scored=False, into=tally.numerical)
+        return
+    for r in num.rows:
+        name = {"input[0]": "x", "input[1]": "memory"}.get(r.name, r.name)
+        tally.add(graded.name, f"numerical {name}",
+                  Row(f"{graded.name} · numerical d{name}", str(r.shape), r.max_abs_error, r.rel_error, r.ok),
+                  scored=False, into=tally.numerical)
+
+
+def _runs_numerical(graded) -> bool:
+    """On the first float64 case of each pair or Module (the check is shown, not scored)."""
+    if graded.dtype != "float64" or not graded.numerical or graded.check.checker == "function":
+        return False
+    return next(g for g in CASES[graded.assignment] if g.check == graded.check) is graded
+
+
+# ------------------------------------------------------------------ one case, one assignment
+def grade_case(tally, graded, index, student, reference, seed, examples) -> None:
+    """Every example of one graded case into ``tally``; the first exception ends the case."""
+    for e in range(examples if reference.examples is None else min(examples, reference.examples)):
+        case, ref, g, state = reference.case(graded, index, e, seed)
+        module = None
+        try:
+            if graded.check.checker == "module":
+                results, after, g_after, error, module = _student_module(student, graded, case, g, state)
+            else:
+                results, after, g_after, error = _student_pair(student, graded, case, g)
+        except StudentError as err:
+            results, error = None, err
+        if results is not None:
+            _judge(tally, graded, ref, g, results,
+                   lambda s, r: reference.diagnose(graded, index, e, case, g, s, r))
+            _unchanged(tally, graded, case, after, g, g_after)
+        if error is not None:
+            tally.errors.append((graded.name, error))
+            tally.add(graded.name, RAISED, Row(graded.name, "-", NAN, NAN, False, error_text(error)))
+            return
+        if e == 0 and _runs_numerical(graded):
+            _numerical(tally, graded, case, student, module, seed)
+
+
+def run(assignment_id: str, student, *, seed: int = 0, examples: int = 3, reference=None) -> dict:
+    """The result record of one assignment: id, max_score, score, status, message, rows, rubric.
+
+    The sandbox's own failures (a timeout, a dead process: sandbox.ChildGone) propagate to
+    the grader; an exception of the student's code costs the case it happened in.
+    """
+    assignment = BY_ID[assignment_id]
+    reference = reference or Computed()
+    tally = Tally()
+    for index, graded in enumerate(CASES[assignment_id]):
+        try:
+            grade_case(tally, graded, index, student, reference, seed, examples)
+        except ChildGone:
+            raise
+        except StudentError as e:             # raised outside the student's call (a Module's params)
+            tally.errors.append((graded.name, e))
+            tally.add(graded.name, RAISED, Row(graded.name, "-", NAN, NAN, False, error_text(e)))
+    earned, rubric = score(assignment_id, tally.outcomes)
+    return _record(assignment, tally, earned, rubric)
+
+
+def _record(assignment, tally, earned, rubric) -> dict:
+    result = {"id": assignment.id, "max_score": assignment.points, "score": earned, "status": "ok",
+              "message": "", "rows": [], "rubric": rubric}
+    errors = [e for _, e in tally.errors]
+    n_cases = len(CASES[assignment.id])
+    if len(errors) == n_cases and all(e.type == "NotImplementedError" for e in errors):
+        result.update(status="not implemented", message=error_text(errors[0]), score=0.0)
+        return result
+    passed = all(line.lstrip().startswith("ok") for line in rubric)
+    if not passed:
+        result["status"] = "exception" if errors else "fail"
+    if errors:
+        result["message"] = error_text(errors[0]) + (f" (and {len(errors) - 1} more case(s) raised)"
+                                                     if len(errors) > 1 else "")
+    modules = {g.name for g in CASES[assignment.id] if g.check.checker == "module"}
+    rows = _collapse_parameters(tally.rows, modules) + list(tally.numerical.values())
+    result["rows"] = [r.to_dict() for r in rows]
+    return result
+
+
+def _collapse_parameters(rows: dict, module_cases: set) -> list:
+    """A Module's right parameter gradients as one row per case; each wrong one stays a row."""
+    out, groups = [], {}
+    for (case, tensor), row in rows.items():
+        if tensor == UNCHANGED and row.ok:
+            continue                          # the rubric's line says it; a row only when broken
+        if case in module_cases and tensor not in NOT_PARAMETERS and row.ok:
+            if case not in groups:
+                groups[case] = []
+                out.append((case, groups[case]))
+            groups[case].append(row)
+        else:
+            out.append(row)
+    return [_params_row(*item) if isinstance(item, tuple) else item for item in out]
+
+
+def _params_row(case, rows) -> Row:
+    worst = max(rows, key=lambda r: -1.0 if math.isnan(r.rel_error) else r.rel_error)
+    return Row(f"{case} · {PARAMS}", f"{len(rows)} arrays", max(r.max_abs_error for r in rows),
+               worst.rel_error, True)
