@@ -457,3 +457,22 @@ def test_train_command_refuses_data_parallel_with_plain(tmp_path, capsys):
     assert main(["train", "--plain", "--data-parallel", "2", "--steps", "1", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "--data-parallel" in err and "--plain" in err
+
+
+def test_train_command_without_the_wing_trains_the_plain_loop(tmp_path, monkeypatch, capsys):
+    """A homework copy ships without minitransformer/fast/: the command says so and trains plain."""
+    from minitransformer.cli import main
+    from minitransformer.cli import train as cli_train
+    from minitransformer.functional.twins import TWINS
+    monkeypatch.setattr(cli_train, "find_spec", lambda name: None)
+    assert main(["train", "--steps", "1", "--out", str(tmp_path)]) == 0
+    assert "the speed wing (minitransformer/fast/) is absent" in capsys.readouterr().out
+    assert TWINS == {}
+
+
+def test_train_command_leaves_the_kernels_off_after_it(tmp_path):
+    """The command trains with the wing's twins, for the run only: the process is plain again after."""
+    from minitransformer.cli import main
+    from minitransformer.functional.twins import TWINS
+    assert main(["train", "--steps", "1", "--out", str(tmp_path)]) == 0
+    assert TWINS == {}

@@ -163,8 +163,8 @@ def run_train(args) -> int:
         plain = True
     run = train
     if not plain:
-        from .. import fast
-        fast.enable()                        # the speed wing's kernel twins (the core never imports it)
+        from .. import fast                  # the speed wing (the core never imports it): twins for the
+                                             # run, malloc tuned, data parallelism
         run = partial(fast.train, data_parallel=getattr(args, "data_parallel", None) or DATA_PARALLEL)
     try:
         if plain and getattr(args, "data_parallel", None) not in (None, 1):
