@@ -21,11 +21,8 @@ both kinds of work use every core.
 
 Why processes, not threads. NumPy lets go of the GIL inside its loops but holds it for
 the Python between them and for each call's set-up: two threads that each make some
-9,000 NumPy calls a step wait for each other there. Measured on 2 cores (AMD Zen 3,
-AVX2), half a step of config b on one core: 201 ms alone, 221-230 ms with another
-half in a second thread, 208 ms with it in a second process; whole steps of configs a
-and b 6-8% faster with a worker process than with a worker thread (c, whose NumPy calls
-are longer, 1-3%): benchmarks/RESULTS.md. So replicas 1, 2 ... live in worker processes,
+9,000 NumPy calls a step wait for each other there (the steps with a worker process
+against a worker thread: benchmarks/RESULTS.md). So replicas 1, 2 ... live in worker processes,
 each with its own interpreter and its own GIL (the reason PyTorch's
 DistributedDataParallel runs a process per GPU). Replica 0 is the model itself, in
 this process.
@@ -38,9 +35,8 @@ the memory it inherited, and why).
 The ``with`` block holds OpenBLAS at one thread a replica in this process for its
 whole length, not only while the parts run: a product on two BLAS threads anywhere in
 between (the gradient norm's dot products) wakes OpenBLAS's worker thread, which then
-spins on a core for milliseconds, just when the next step's parts want both cores
-(measured: the parts took 1.8x as long right after a step on two BLAS threads). The
-workers hold their count for their whole life.
+spins on a core for milliseconds, just when the next step's parts want both cores.
+The workers hold their count for their whole life.
 
 When (``n_replicas_for``): NumPy arrays, a model without dropout (each replica would
 draw from its own copy of the dropout generators: two parts would get the same
@@ -48,7 +44,7 @@ masks, and a resumed run could not replay the draws), at least 2 examples in a
 batch, an OpenBLAS whose thread count this process can set, and the "fork" start
 method in a process that may start others (not a daemonic one, such as a
 multiprocessing pool's worker). Otherwise one replica: the plain step. The numbers are those of one replica
-up to rounding (the sums run in another order): tests/test_data_parallel.py.
+up to rounding (the sums run in another order): tests/test_fast_data_parallel.py.
 """
 from __future__ import annotations
 
@@ -117,8 +113,8 @@ def split_batch(batch, n: int) -> list[tuple]:
 class DataParallel:
     """``n_replicas`` replicas of ``model``: the model itself here, the others in worker processes.
 
-    ``forget``: more arrays of this process that the workers never read (the optimizer's state,
-    ``optimizer.state_arrays()``): each worker gives its copy of their memory back (module
+    ``forget``: more arrays of this process that the workers never read (the optimizer's state
+    buffers, as ``fast.train`` passes them): each worker gives its copy of their memory back (module
     docstring, "Memory"). Create the DataParallel after the optimizer, and pass it."""
 
     def __init__(self, model, n_replicas: int = 2, forget=()):
@@ -129,7 +125,7 @@ class DataParallel:
         forget = list(forget)
         for i, a in enumerate(forget):
             if not isinstance(a, numpy.ndarray):
-                raise TypeError(f"forget[{i}]: expected a NumPy array (optimizer.state_arrays()), got {type(a).__name__}")
+                raise TypeError(f"forget[{i}]: expected a NumPy array (an optimizer's state buffer), got {type(a).__name__}")
         parent_only = self.params + self.grads + forget   # the workers drop their copies
         control = blas_thread_control()                   # None: the BLAS's threads stay as they are
         self.threads_per_replica = _blas_threads_each(control[0](), n_replicas) if control and n_replicas > 1 else None

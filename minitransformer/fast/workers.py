@@ -19,8 +19,8 @@ Memory. A forked worker starts with every page of this process, shared until one
 the two writes it; this process writes its parameters, gradients and optimizer state
 at every step, and each write would copy a page whose old copy stays with the worker,
 unused. So a worker first gives back its copy of those arrays (``release_pages``: the
-model's parameters and gradients, and what ``forget`` lists, as ``train`` passes
-``optimizer.state_arrays()``) and of the free heap it inherited
+model's parameters and gradients, and what ``forget`` lists: ``fast.train`` passes
+the optimizer's state buffers) and of the free heap it inherited
 (``perf.release_free_heap``). What is left is what replicas cost anywhere: the shared
 parameters and each worker's gradients (one copy of the parameters each) and each
 part's activations. Measured: benchmarks/RESULTS.md.
