@@ -47,8 +47,8 @@ def train_step(model, task, batch, optimizer, lr: float, cfg: TrainConfig, devic
     """Forward, backward, clip, update; returns the loss (a Python float).
 
     ``parallel``: an object whose ``loss(task, batch, smoothing)`` returns (L, backward) for
-    the whole batch, run on its own replicas of ``model`` (the speed wing's DataParallel);
-    None: ``model`` itself. ``step``: the step number, for the messages. ``guard``: a
+    the whole batch, run on its own replicas of ``model``, and whose ``release_caches()``
+    drops theirs (the speed wing's DataParallel); None: ``model`` itself. ``step``: the step number, for the messages. ``guard``: a
     ``SigintGuard`` that holds a Ctrl-C back while the update runs.
     """
     at = f"at step {step}" if step is not None else "at this step"
