@@ -13,11 +13,11 @@ blocks with one fused QKV projection and ``F.scaled_dot_product_attention(is_cau
 the head tied to the token embedding, dropout 0. The step is the same as
 ``minitransformer.training.loop.train_step``: forward, cross-entropy, backward,
 ``clip_grad_norm_(1.0)``, AdamW(lr 1e-3, betas (0.9, 0.99), weight decay 0.1 on the 2-D
-weights only), ``zero_grad()``. The NumPy step splits the batch over the model replicas
-that ``train()`` uses (``TrainConfig.data_parallel``, training/data_parallel.py: the
-timed process and a forked worker process, one BLAS thread each on 2 cores;
-``--data-parallel 1``: one replica, 2 BLAS threads); ``data_parallel`` in the JSON says
-how many ran.
+weights only), ``zero_grad()``. The NumPy step is the command line's, the speed wing's
+(``minitransformer.fast.train``): the kernel twins on, the batch split over 2 model
+replicas (fast/data_parallel.py: the timed process and a forked worker process, one BLAS
+thread each on 2 cores; ``--data-parallel 1``: one replica, 2 BLAS threads);
+``data_parallel`` in the JSON says how many ran.
 
 Timing: each library runs in a FRESH subprocess of ``--steps`` timed steps (after
 ``--warmup`` untimed ones), ``--rounds`` times, the order alternating (NumPy, PyTorch,
@@ -50,7 +50,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from train_step import (CONFIGS, VOCAB, _status_kb, build, checked_environment, machine, make_task,  # noqa: E402
-                        replica_count, stepper, workers_growth_kb, workers_memory_kb)
+                        DATA_PARALLEL, replica_count, replicas_for, stepper, workers_growth_kb,
+                        workers_memory_kb)
 
 
 def torch_model(name: str, seed: int = 0, device: str = "cpu", vocab: int = VOCAB):
@@ -117,22 +118,26 @@ def torch_model(name: str, seed: int = 0, device: str = "cpu", vocab: int = VOCA
     return step
 
 
-def _numpy_step(name, recompute=False, data_parallel=None):
-    model, task, cfg, opt, rng = build(name, recompute=recompute, data_parallel=data_parallel)
+def _numpy_step(name, recompute=False, data_parallel=DATA_PARALLEL):
+    """The wing's step (kernel twins, ``data_parallel`` replicas): (step, task, rng, parallel)."""
+    from minitransformer import fast
+    fast.enable()
+    model, task, cfg, opt, rng = build(name, recompute=recompute)
     import numpy as np
-    step, parallel = stepper(model, task, opt, cfg, task.batch("train", np.random.default_rng(0)))
+    n = replicas_for(model, task.batch("train", np.random.default_rng(0)), data_parallel)
+    step, parallel = stepper(model, task, opt, cfg, n)
     return step, task, rng, parallel
 
 
 def run_one(name: str, lib: str, steps: int, warmup: int, malloc: bool = True, recompute: bool = False,
-            data_parallel: int | None = None) -> dict:
+            data_parallel: int = DATA_PARALLEL) -> dict:
     """In a fresh subprocess: ``warmup`` + ``steps`` steps of one library; times and peak memory.
 
-    NumPy's side first calls ``minitransformer.training.perf.tune_malloc()``, as ``train()`` does
+    NumPy's side first calls ``minitransformer.fast.perf.tune_malloc()``, as ``fast.train`` does
     (``--no-malloc``: not).
     """
     if lib == "numpy" and malloc:
-        from minitransformer.training.perf import tune_malloc
+        from minitransformer.fast.perf import tune_malloc
         tune_malloc()
     if lib == "torch":
         import torch
@@ -159,7 +164,7 @@ def run_one(name: str, lib: str, steps: int, warmup: int, malloc: bool = True, r
 
 
 def compare(name: str, steps: int, warmup: int, rounds: int, env, malloc: bool = True,
-            recompute: bool = False, data_parallel: int | None = None) -> dict:
+            recompute: bool = False, data_parallel: int = DATA_PARALLEL) -> dict:
     """Alternate fresh subprocesses of each library; medians over all their timed steps."""
     import numpy as np
     ms = {"numpy": [], "torch": []}
@@ -170,7 +175,7 @@ def compare(name: str, steps: int, warmup: int, rounds: int, env, malloc: bool =
         round_median = {}
         for lib in (("numpy", "torch") if r % 2 == 0 else ("torch", "numpy")):
             extra = ([] if malloc else ["--no-malloc"]) + (["--recompute"] if recompute else []) \
-                + ([] if data_parallel is None else ["--data-parallel", str(data_parallel)])
+                + ["--data-parallel", str(data_parallel)]
             out = _subprocess(["--run", name, lib, "--steps", str(steps), "--warmup", str(warmup)] + extra, env)
             ms[lib] += out["ms"]
             rss[lib] = max(rss[lib], out["peak_rss_mb"])
@@ -212,11 +217,12 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=3, help="fresh processes per library")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--no-malloc", action="store_true",
-                   help="NumPy side without minitransformer.training.perf.tune_malloc() (train() calls it)")
+                   help="NumPy side without minitransformer.fast.perf.tune_malloc() (fast.train calls it)")
     p.add_argument("--recompute", action="store_true",
                    help="NumPy side with activation recomputation in every block (layers.set_recompute)")
-    p.add_argument("--data-parallel", type=int, default=None,
-                   help="NumPy side: model replicas, a core each (default: TrainConfig's, as train() runs; 1 = off)")
+    p.add_argument("--data-parallel", type=int, default=DATA_PARALLEL,
+                   help=f"NumPy side: model replicas, a core each (default: {DATA_PARALLEL}, as fast.train runs; "
+                        "1 = off)")
     p.add_argument("--run", nargs=2, help=argparse.SUPPRESS)   # internal: CONFIG LIB in this process
     args = p.parse_args(argv)
     try:

@@ -10,7 +10,7 @@ learning-rate schedule (warmup 100 steps, cosine to 1e-4) and the same step
 0.1, clipping 1.0). Each runs in a FRESH subprocess, NumPy first, and reports the
 seconds spent in its training steps (no evaluation, as ``train`` reports them) and
 its last loss averaged over the final 100 steps. minitransformer's side is
-``minitransformer.training.loop.train`` itself, with evaluation pushed past the end.
+``minitransformer.fast.train``, what the command runs, with evaluation pushed past the end.
 PyTorch is never a dependency: without it, this prints a message and exits 0.
 """
 from __future__ import annotations
@@ -38,9 +38,9 @@ def _default_run(steps: int):
 
 
 def run_numpy(steps: int) -> dict:
-    from minitransformer.training.loop import train
+    from minitransformer import fast                   # the command's trainer: the speed wing
     model, task, cfg = _default_run(steps)
-    result = train(model, task, cfg, log=lambda line: None)
+    result = fast.train(model, task, cfg, log=lambda line: None)
     losses = [loss for _, loss in result.history[-100:]]
     return {"lib": "numpy", "seconds": round(result.seconds, 1), "final_loss": round(sum(losses) / len(losses), 4)}
 

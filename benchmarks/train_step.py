@@ -2,14 +2,16 @@
 
     python benchmarks/train_step.py                 # configs a, b, c, 2 BLAS threads
     python benchmarks/train_step.py b --steps 20    # one config, more steps
-    python benchmarks/train_step.py --no-malloc     # without minitransformer.training.perf.tune_malloc()
+    python benchmarks/train_step.py --no-malloc     # without minitransformer.fast.perf.tune_malloc()
     python benchmarks/train_step.py b --recompute   # with activation recomputation (layers/blocks.py)
-    python benchmarks/train_step.py --data-parallel 1   # one model replica (default: as train() runs)
+    python benchmarks/train_step.py --data-parallel 1   # one model replica (default: as fast.train runs)
+    python benchmarks/train_step.py --plain         # the plain forms (the kernel twins off)
 
 A step is ``minitransformer.training.loop.train_step`` itself: forward, cross-entropy forward
 and backward, model.backward, clip_grad_norm(1.0), AdamW(betas (0.9, 0.99), weight
-decay 0.1).step(), zero_grad, with the batch split over ``TrainConfig.data_parallel``
-replicas as ``train()`` splits it (training/data_parallel.py; ``--data-parallel``).
+decay 0.1).step(), zero_grad, with the speed wing as the train command runs it
+(``minitransformer.fast.train``): the kernel twins on (``--plain``: off), the batch split
+over 2 replicas (fast/data_parallel.py; ``--data-parallel``).
 The model, for every config: learned positions,
 pre-norm, tanh GELU, tied head, dropout 0, vocabulary 65; batches of random token ids.
 
@@ -76,10 +78,12 @@ def make_task(name: str, seed: int = 0):
     return LanguageModelTask(ids[:90_000], ids[90_000:], T, B), rng
 
 
-def build(name: str, seed: int = 0, recompute: bool = False, data_parallel: int | None = None):
+DATA_PARALLEL = 2     # fast.train's default replicas
+
+
+def build(name: str, seed: int = 0, recompute: bool = False):
     """(model, task, train config, optimizer, generator) for config ``name``; ``recompute``:
-    activation recomputation in every block (``layers.set_recompute``); ``data_parallel``:
-    the config's replicas (None: TrainConfig's default)."""
+    activation recomputation in every block (``layers.set_recompute``)."""
     from minitransformer.layers import set_recompute
     from minitransformer.models import GPT, GPTConfig
     from minitransformer.training.loop import TrainConfig, make_optimizer
@@ -92,21 +96,25 @@ def build(name: str, seed: int = 0, recompute: bool = False, data_parallel: int 
     set_recompute(model, recompute)
     task, rng = make_task(name, seed)
     cfg = TrainConfig(lr=1e-3, betas=(0.9, 0.99), weight_decay=0.1, grad_clip=1.0)
-    if data_parallel is not None:
-        cfg.data_parallel = data_parallel
     return model, task, cfg, make_optimizer(model, cfg), rng
 
 
-def stepper(model, task, opt, cfg, batch, replicas=None):
-    """(step(batch), parallel): ``train_step`` with the batch split over the replicas that
-    ``train()`` would use for this model and batch (training/data_parallel.py), or over
-    ``replicas`` if given; ``parallel`` is the entered DataParallel (it holds OpenBLAS's thread
-    count, as in a run: close it before another stepper reads the count) or None for one replica."""
-    from minitransformer.training.data_parallel import DataParallel, n_replicas_for
+def replicas_for(model, batch, requested: int = DATA_PARALLEL) -> int:
+    """The replicas ``fast.train`` runs for this model and batch when asked for ``requested``."""
+    from minitransformer.fast.data_parallel import n_replicas_for
+    return n_replicas_for(model, batch, requested)[0]
+
+
+def stepper(model, task, opt, cfg, n: int):
+    """(step(batch), parallel): ``train_step`` with the batch split over ``n`` replicas as
+    ``fast.train`` splits it (fast/data_parallel.py); ``parallel`` is the entered DataParallel
+    (it holds OpenBLAS's thread count, as in a run: close it before another stepper reads the
+    count) or None for one replica."""
+    from minitransformer.fast.data_parallel import DataParallel
     from minitransformer.training.loop import train_step
 
-    n = replicas or n_replicas_for(model, batch, cfg.data_parallel)[0]
-    parallel = DataParallel(model, n, forget=opt.state_arrays(), optimizer=opt).__enter__() if n > 1 else None
+    state = [a for table in opt.state.values() for a in table.values()]     # as fast.train passes it
+    parallel = DataParallel(model, n, forget=state).__enter__() if n > 1 else None
     return (lambda b: train_step(model, task, b, opt, cfg.lr, cfg, parallel=parallel)), parallel
 
 
@@ -204,15 +212,15 @@ def _status_kb(field: str) -> int:
     return 0
 
 
-def measure(name: str, steps: int, warmup: int, recompute: bool = False, data_parallel: int | None = None) -> dict:
+def measure(name: str, steps: int, warmup: int, recompute: bool = False, data_parallel: int = DATA_PARALLEL) -> dict:
     """Run in the subprocess: time, memory and matmul share of one config."""
     import tracemalloc
 
     import numpy as np
 
-    model, task, cfg, opt, rng = build(name, recompute=recompute, data_parallel=data_parallel)
+    model, task, cfg, opt, rng = build(name, recompute=recompute)
     batches = [task.batch("train", rng) for _ in range(warmup + steps + 6)]
-    step, parallel = stepper(model, task, opt, cfg, batches[0])
+    step, parallel = stepper(model, task, opt, cfg, replicas_for(model, batches[0], data_parallel))
     replicas = replica_count(parallel)
     rss0 = _status_kb("VmRSS")
     workers0 = workers_memory_kb(parallel)
@@ -260,7 +268,7 @@ def _matmul_time(name, recompute, task, batches, plain_step, plain_parallel):
     model._map_params(as_timed)           # views: the same memory, every op now reports to MATMUL
     opt = make_optimizer(model, cfg)      # the new gradient arrays
     replicas = replica_count(plain_parallel)          # the plain step's (the BLAS count is held now)
-    step, parallel = stepper(model, task, opt, cfg, batches[0], replicas=replicas)
+    step, parallel = stepper(model, task, opt, cfg, replicas)
     step(batches[0])                      # warm-up of the instrumented path
     MATMUL.reset()
     gemm, gemv, share, share_timed, calls = [], [], [], [], 0
@@ -303,15 +311,19 @@ def main(argv=None) -> int:
     p.add_argument("--warmup", type=int, default=3, help="untimed steps first")
     p.add_argument("--threads", type=int, default=2, help="OPENBLAS_NUM_THREADS, unless already set")
     p.add_argument("--no-malloc", action="store_true",
-                   help="skip minitransformer.training.perf.tune_malloc(), which train() calls first")
+                   help="skip minitransformer.fast.perf.tune_malloc(), which fast.train() calls first")
+    p.add_argument("--plain", action="store_true", help="the plain forms: the wing's kernel twins off")
     p.add_argument("--recompute", action="store_true", help="activation recomputation in every block")
-    p.add_argument("--data-parallel", type=int, default=None,
-                   help="model replicas, a core each (default: TrainConfig's, as train() runs; 1 = off)")
+    p.add_argument("--data-parallel", type=int, default=DATA_PARALLEL,
+                   help=f"model replicas, a core each (default: {DATA_PARALLEL}, as fast.train runs; 1 = off)")
     p.add_argument("--one", help=argparse.SUPPRESS)        # internal: measure in this process
     args = p.parse_args(argv)
     if args.one:
+        if not args.plain:
+            from minitransformer import fast
+            fast.enable()
         if not args.no_malloc:
-            from minitransformer.training.perf import tune_malloc
+            from minitransformer.fast.perf import tune_malloc
             tune_malloc()
         print(json.dumps(measure(args.one, args.steps, args.warmup, args.recompute, args.data_parallel)), flush=True)
         return 0
@@ -320,7 +332,7 @@ def main(argv=None) -> int:
         cmd = [sys.executable, os.path.abspath(__file__), "--one", name, "--steps", str(args.steps),
                "--warmup", str(args.warmup)] + (["--no-malloc"] if args.no_malloc else []) \
             + (["--recompute"] if args.recompute else []) \
-            + ([] if args.data_parallel is None else ["--data-parallel", str(args.data_parallel)])
+            + (["--plain"] if args.plain else []) + ["--data-parallel", str(args.data_parallel)]
         result = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if result.returncode:
             sys.stderr.write(result.stderr)

@@ -115,17 +115,20 @@ print("Z:", Z_patches.shape, "| unpatchify(patchify(x)) == x:", vit_roundtrip)
 # own), so the model knows where in the image a patch sat. The rest is the
 # encoder of BERT, unchanged; a linear head reads the [CLS] position.
 # `python -m minitransformer train --model vit` runs the same training longer.
+# The two trainings of this lecture take minutes in full, so they run the speed wing's
+# `fast.train`: the same loop as `train`, on two model replicas, a core each (docs/speed.md).
 
 # %%
+from minitransformer import fast
 from minitransformer.training.classification import classification_accuracy, vit_task
-from minitransformer.training.loop import TrainConfig, train
+from minitransformer.training.loop import TrainConfig
 
 vit_steps = 150 if FAST else 1500
 vit_model, vit_data, _ = vit_task(batch_size=32 if FAST else 64, seed=0, n_val=300 if FAST else 1000,
                                   n_layer=1 if FAST else 2, n_head=2 if FAST else 4, d_model=32 if FAST else 64)
-vit_run = train(vit_model, vit_data, TrainConfig(steps=vit_steps, lr=3e-3 if FAST else 1e-3, warmup_steps=10,
-                                                 eval_interval=vit_steps, eval_batches=2, final_eval_batches=2,
-                                                 log_interval=vit_steps), log=lambda line: None)
+vit_run = fast.train(vit_model, vit_data, TrainConfig(steps=vit_steps, lr=3e-3 if FAST else 1e-3, warmup_steps=10,
+                                                      eval_interval=vit_steps, eval_batches=2, final_eval_batches=2,
+                                                      log_interval=vit_steps), log=lambda line: None)
 vit_accuracy = classification_accuracy(vit_model, vit_data)
 print(f"ViT, {vit_steps} steps: held-out accuracy {vit_accuracy:.1%} (chance {1 / len(SHAPES):.1%})")
 
@@ -191,16 +194,17 @@ save_figure(fig, "tabular_tokens.png")
 # `python -m minitransformer train --model tabular` trains it longer.
 
 # %%
+from minitransformer import fast
 from minitransformer.training.classification import classification_accuracy, tabular_task
-from minitransformer.training.loop import TrainConfig, train
+from minitransformer.training.loop import TrainConfig
 
 tab_steps = 150 if FAST else 1500
 tab_model, tab_data, _ = tabular_task(batch_size=64, seed=0, n_val=500 if FAST else 1000,
                                       n_layer=1 if FAST else 2, n_head=2 if FAST else 4,
                                       d_model=16 if FAST else 64)
-train(tab_model, tab_data, TrainConfig(steps=tab_steps, lr=3e-3 if FAST else 1e-3, warmup_steps=10,
-                                       eval_interval=tab_steps, eval_batches=2, final_eval_batches=2,
-                                       log_interval=tab_steps), log=lambda line: None)
+fast.train(tab_model, tab_data, TrainConfig(steps=tab_steps, lr=3e-3 if FAST else 1e-3, warmup_steps=10,
+                                            eval_interval=tab_steps, eval_batches=2, final_eval_batches=2,
+                                            log_interval=tab_steps), log=lambda line: None)
 tab_accuracy = classification_accuracy(tab_model, tab_data)
 tab_majority = max(tab_data.val[-1].mean(), 1 - tab_data.val[-1].mean())
 print(f"tabular, {tab_steps} steps: held-out accuracy {tab_accuracy:.1%} (majority class {tab_majority:.1%})")

@@ -299,12 +299,10 @@ class _StrictLMTask(_StrictTask):
 
 
 def test_train_runs_on_device_arrays():
-    """train() with device arrays (data parallelism off: a GPU) takes the steps NumPy takes: the
-    same losses. (It once raised: the data-parallel block was handed the optimizer's device
-    state as arrays for worker processes that a GPU run never starts.)"""
+    """train() with device arrays takes the steps NumPy takes: the same losses."""
     ref, dev = _twins(lambda: GPT(GPTConfig(**SMALL), rng=0))
     forward = lambda model, b: (model.forward(b[0]), b[1])             # noqa: E731
-    cfg = TrainConfig(steps=3, eval_interval=100, data_parallel=1)
+    cfg = TrainConfig(steps=3, eval_interval=100)
     quiet = lambda *args: None                                          # noqa: E731
     result = train(ref, _StrictLMTask(forward, False), cfg, log=quiet)
     result_dev = train(dev, _StrictLMTask(forward, True), cfg, device="cuda", log=quiet)

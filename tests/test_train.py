@@ -435,3 +435,44 @@ def test_cli_resume_with_another_seq2seq_task_is_one_line_naming_it(tmp_path, ca
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "task: 'copy' (checkpoint) vs 'reverse' (now)" in err and "Traceback" not in err
+
+
+def test_a_sigint_ignored_by_the_caller_stays_ignored_during_and_after_train():
+    """A process started with SIGINT ignored (nohup, a background job) must not become
+    interruptible because train() installed its Ctrl-C guard."""
+    import signal
+    seen = []
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        train(GPT(CFG, rng=1), _task(), _cfg(steps=2, log_interval=1),
+              log=lambda s: seen.append(signal.getsignal(signal.SIGINT)))
+        after = signal.getsignal(signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert seen and all(h is signal.SIG_IGN for h in seen) and after is signal.SIG_IGN
+
+
+def test_train_command_refuses_data_parallel_with_plain(tmp_path, capsys):
+    from minitransformer.cli import main
+    assert main(["train", "--plain", "--data-parallel", "2", "--steps", "1", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "--data-parallel" in err and "--plain" in err
+
+
+def test_train_command_without_the_wing_trains_the_plain_loop(tmp_path, monkeypatch, capsys):
+    """A homework copy ships without minitransformer/fast/: the command says so and trains plain."""
+    from minitransformer.cli import main
+    from minitransformer.cli import train as cli_train
+    from minitransformer.functional.twins import TWINS
+    monkeypatch.setattr(cli_train, "find_spec", lambda name: None)
+    assert main(["train", "--steps", "1", "--out", str(tmp_path)]) == 0
+    assert "the speed wing (minitransformer/fast/) is absent" in capsys.readouterr().out
+    assert TWINS == {}
+
+
+def test_train_command_leaves_the_kernels_off_after_it(tmp_path):
+    """The command trains with the wing's twins, for the run only: the process is plain again after."""
+    from minitransformer.cli import main
+    from minitransformer.functional.twins import TWINS
+    assert main(["train", "--steps", "1", "--out", str(tmp_path)]) == 0
+    assert TWINS == {}

@@ -13,6 +13,8 @@ import json
 import os
 import shlex
 import sys
+from functools import partial
+from importlib.util import find_spec
 
 import numpy as np
 
@@ -26,6 +28,7 @@ from ..training.loop import ResumeMismatch, TrainConfig, TrainingDiverged, Train
 SEQ_VOCAB = 16          # PAD, BOS, EOS and 13 symbols for the synthetic tasks
 SEQ_LENGTHS = (4, 12)   # source lengths of the synthetic tasks
 CLASSIFIERS = ("vit", "tabular")   # families trained on generated examples, reported by accuracy
+DATA_PARALLEL = 2       # the speed wing's model replicas (fast.train), a core each
 TEXT_FLAGS = {"data": None, "tokenizer": "char", "vocab_size": 512, "block_size": 64}   # the text's flags, defaults
 
 
@@ -63,12 +66,13 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --resume: continue although lr, steps, seed, ... differ from the checkpoint's "
                         "(the model architecture can never change)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="cuda needs CuPy (default: cpu)")
-    p.add_argument("--data-parallel", type=_integer(1), default=TrainConfig.data_parallel,
+    p.add_argument("--data-parallel", type=_integer(1), default=None,
                    help=f"model replicas, each in its own process with a part of every batch (default: "
-                        f"{TrainConfig.data_parallel}; 1 = off; fewer where they cannot run: dropout, GPU)")
+                        f"{DATA_PARALLEL}; 1 = off; fewer where they cannot run: dropout, GPU; the speed "
+                        "wing's, so not with --plain)")
     p.add_argument("--plain", action="store_true",
-                   help="train with the plain forms only, as a student reads them (the speed wing, "
-                        "minitransformer.fast, stays off; slower, the same math)")
+                   help="train with the plain loop and forms only, as a student reads them (the speed wing, "
+                        "minitransformer.fast, stays off: one process, no kernel twins; slower, the same math)")
     p.add_argument("--recompute", action="store_true",
                    help="activation recomputation: each block redoes its forward in backward instead of "
                         "storing its activations (less memory, a slower step, the same numbers)")
@@ -80,8 +84,7 @@ def build(args):
     cfg = TrainConfig(steps=args.steps or steps_default, lr=args.lr, seed=args.seed,
                       eval_interval=min(args.eval_interval, args.steps or steps_default),
                       checkpoint_interval=getattr(args, "checkpoint_every", 0),
-                      recompute=getattr(args, "recompute", False),
-                      data_parallel=getattr(args, "data_parallel", TrainConfig.data_parallel))
+                      recompute=getattr(args, "recompute", False))
     batch = args.batch_size or (64 if args.model in ("seq2seq",) + CLASSIFIERS else 12)
     if args.model in CLASSIFIERS:
         return _build_classifier(args, batch, cfg)
@@ -154,10 +157,18 @@ def _tokenize(args):
 
 
 def run_train(args) -> int:
-    if not getattr(args, "plain", False) and args.device == "cpu":
-        from .. import fast
-        fast.enable()                        # the speed wing's NumPy kernel twins (the core never imports it)
+    plain = getattr(args, "plain", False)
+    if not plain and find_spec(f"{__package__.rpartition('.')[0]}.fast") is None:
+        print("the speed wing (minitransformer/fast/) is absent, as in a homework copy: the plain loop")
+        plain = True
+    run = train
+    if not plain:
+        from .. import fast                  # the speed wing (the core never imports it): twins for the
+                                             # run, malloc tuned, data parallelism
+        run = partial(fast.train, data_parallel=getattr(args, "data_parallel", None) or DATA_PARALLEL)
     try:
+        if plain and getattr(args, "data_parallel", None) not in (None, 1):
+            raise ValueError(f"--data-parallel: the speed wing's, not with --plain, got {args.data_parallel}")
         model, task, cfg, meta = build(args)
         out = args.out or os.path.join("runs", meta["family"])
         ckpt = os.path.join(out, "checkpoint.npz")
@@ -176,7 +187,7 @@ def run_train(args) -> int:
         model.to(args.device)
     print(f"{meta['family']}: {model.num_parameters():,} parameters | {cfg.steps} steps | checkpoint {ckpt}")
     try:
-        result = train(model, task, cfg, checkpoint_path=ckpt, resume=args.resume, meta=meta, device=args.device,
+        result = run(model, task, cfg, checkpoint_path=ckpt, resume=args.resume, meta=meta, device=args.device,
                        allow_config_change=getattr(args, "allow_config_change", False))
     except TrainingDiverged as e:
         print(f"error: {e}", file=sys.stderr)

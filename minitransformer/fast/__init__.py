@@ -9,12 +9,20 @@ visible line:
     ...
     fast.disable()       # back to the plain forms
 
-or ``with fast.enabled(): ...``. The command line ``python -m minitransformer
-train`` switches it on (``--plain`` keeps it off). What is here:
+or ``with fast.enabled(): ...``; or, for a whole training run,
+
+    result = fast.train(model, task, TrainConfig(...))   # the core's train() with the wing
+
+The command line ``python -m minitransformer train`` runs ``fast.train`` (``--plain``:
+the core's ``train``). What is here, and what each piece buys: docs/speed.md.
 
 - ``kernels/``: twins of plain functional routines (same arguments, result and
   cache; fewer passes over memory), registered in the core's hook
-  ``functional.twins.TWINS`` by ``enable()``.
+  ``functional.twins.TWINS`` by ``enable()``;
+- ``trainer.py``: ``train``, the core loop with the twins, data parallelism and malloc tuning;
+- ``data_parallel.py``, ``workers.py``: the batch in parts over model replicas, the
+  replicas past the first in forked worker processes;
+- ``perf.py``: process settings (glibc's malloc thresholds, OpenBLAS's thread count).
 """
 from __future__ import annotations
 
@@ -48,3 +56,6 @@ def enabled():
     finally:
         TWINS.clear()
         TWINS.update(before)
+
+
+from .trainer import train  # noqa: E402  (after enabled(), which it uses)

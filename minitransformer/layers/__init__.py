@@ -6,7 +6,6 @@ from .blocks import BlockSpec, DecoderBlock, EncoderBlock, set_recompute
 from .dropout import Dropout
 from .embedding import Embedding
 from .ffn import FeedForward
-from .flat_parameters import flatten_parameters
 from .linear import Linear
 from .lm_head import LMHead
 from .module import Module, ModuleList

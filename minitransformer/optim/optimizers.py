@@ -20,12 +20,6 @@ an update is a short sequence of in-place ufuncs (``*=``, ``+=``, ``out=``) with
 Python-float coefficients, which never promote a float32 array (a NumPy float64
 scalar can, on some backends).
 
-Parameters that lie side by side in one flat array (``layers.flatten_parameters``, which
-``training.loop.make_optimizer`` applies) are updated as one array, in pieces of
-``UNIT_SIZE`` numbers: the same arithmetic on every number, a few NumPy calls a step
-instead of a few per parameter. ``part(names)`` is the optimizer over some of its
-parameters, sharing its state: data parallelism updates a part in each process.
-
 Checkpoints: ``state_dict()`` is a flat dict that ``checkpoint.save_checkpoint``
 stores as it is: JSON-able values under plain keys ("type", "step", "lr" and the
 hyperparameters) and NumPy copies of the buffers under "<buffer>/<param name>"
@@ -35,11 +29,9 @@ back in place, so a resumed run continues bit for bit.
 """
 from __future__ import annotations
 
-import copy
 import math
 
 from ..backend import device_of, get_xp, to_device, to_numpy
-from ..layers.flat_parameters import contiguous_runs, views_of
 from ..validate import check_float, check_int, check_number, check_real_finite, check_same_shape
 
 
@@ -59,30 +51,17 @@ class Optimizer:
     """The bookkeeping every optimizer shares; a subclass writes ``_update``.
 
     ``params``: [(name, param, grad)], materialised; ``t``: steps taken so far;
-    ``state[buffer][name]``: the per-parameter buffers that ``state_dict`` saves (views
-    of one flat array per buffer, in ``params`` order, where the parameters share one
-    dtype and array module).
-
-    ``_update(p, g, state, tmp, lr)`` updates one array ``p`` in place from its gradient
-    ``g``; ``state``: {buffer: its array, p's shape}; ``tmp``: scratch of p's shape. ``p`` is
-    one parameter, or several that lie side by side in one flat array (after
-    ``layers.flatten_parameters``: all of them) taken as one: the update is elementwise, so
-    each number gets the same arithmetic either way, in one NumPy call per pass instead of
-    one per parameter (layers/flat_parameters.py says why).
+    ``state[buffer][name]``: the per-parameter buffers that ``state_dict`` saves.
     """
 
     hyperparameters: tuple[str, ...] = ()       # attributes saved in, and checked by, the state
 
-    def __init__(self, params, lr: float, buffers: tuple[str, ...] = (), empty=None):
+    def __init__(self, params, lr: float, buffers: tuple[str, ...] = ()):
         self.params = _materialise(params)
         self.lr = check_number("lr", lr, low=0.0, finite=True)
         self.t = 0
-        self.state = {b: _zero_buffer(self.params, empty) for b in buffers}
-        self._plan()
-
-    def _plan(self) -> None:
-        """The update units of ``params`` (run again by ``part``)."""
-        self._units = _update_units(self.params, self.state)
+        self.state = {b: {name: get_xp(p).zeros_like(p) for name, p, _ in self.params} for b in buffers}
+        self._scratch = _scratch_views(self.params)
 
     def step(self, lr: float | None = None) -> None:
         """One update of every parameter from its gradient.
@@ -90,53 +69,18 @@ class Optimizer:
         ``lr``: this step's learning rate (a schedule's value); it becomes the stored
         ``self.lr``. None: the stored one.
         """
-        self.begin_step(lr)
-        self.apply_update()
-
-    def begin_step(self, lr: float | None = None) -> None:
-        """A step's bookkeeping: the step count t (+1) and this step's lr (checked)."""
         if lr is not None:
             self.lr = check_number("lr", lr, low=0.0, finite=True)
         self.t += 1
+        for name, p, g in self.params:
+            self._update(name, p, g, self.lr)
 
-    def apply_update(self) -> None:
-        """The update of every parameter at step ``t`` with ``lr``, the arithmetic of ``_update``."""
-        for p, g, state, tmp in self._units:
-            self._update(p, g, state, tmp, self.lr)
-
-    def _update(self, p, g, state: dict, tmp, lr: float) -> None:
+    def _update(self, name: str, p, g, lr: float) -> None:
         raise NotImplementedError(f"{type(self).__name__}._update")
 
-    def part(self, names) -> "Optimizer":
-        """This optimizer restricted to the parameters ``names``: the same type, hyperparameters,
-        t and lr, and the same state arrays (views: its updates are this optimizer's). Data
-        parallelism gives each process a part to update (training/sharded_update.py)."""
-        names = set(names)
-        part = copy.copy(self)
-        part.params = [(name, p, g) for name, p, g in self.params if name in names]
-        part.state = {b: {name: table[name] for name, _, _ in part.params} for b, table in self.state.items()}
-        part._plan()
-        return part
-
     def zero_grad(self) -> None:
-        for _, g, _, _ in self._units:
+        for _, _, g in self.params:
             g[...] = 0
-
-    def grad_arrays(self) -> list:
-        """The gradients as the updates take them: one flat array for parameters that lie side by
-        side (``flatten_parameters``), else one array each (for ``clip_grad_norm``: fewer calls)."""
-        return [g for _, g, _, _ in self._units]
-
-    def param_arrays(self) -> list:
-        """The parameters, grouped as ``grad_arrays`` groups the gradients."""
-        return [p for p, _, _, _ in self._units]
-
-    def state_arrays(self) -> list:
-        """Every array this optimizer keeps: its state buffers and its scratch (for
-        ``DataParallel(..., forget=...)``, whose worker processes never read them)."""
-        arrays = [a for table in self.state.values() for a in table.values()] + [tmp for *_, tmp in self._units]
-        owners = {id(_owner(a)): _owner(a) for a in arrays}
-        return list(owners.values())
 
     # ---------------------------------------------------------------- checkpoints
     def state_dict(self) -> dict:
@@ -214,19 +158,19 @@ class SGD(Optimizer):
 
     hyperparameters = ("momentum", "weight_decay")
 
-    def __init__(self, params, lr: float, momentum: float = 0.0, weight_decay: float = 0.0, empty=None):
+    def __init__(self, params, lr: float, momentum: float = 0.0, weight_decay: float = 0.0):
         self.momentum = check_number("momentum", momentum, low=0.0, high=1.0, high_open=True)
         self.weight_decay = check_number("weight_decay", weight_decay, low=0.0, finite=True)
-        super().__init__(params, lr, buffers=("b",) if self.momentum > 0 else (), empty=empty)
+        super().__init__(params, lr, buffers=("b",) if self.momentum > 0 else ())
 
-    def _update(self, p, g, state, tmp, lr):
-        xp = get_xp(p)
+    def _update(self, name, p, g, lr):
+        xp, tmp = get_xp(p), self._scratch[name]
         d = g                                               # the direction, (λ p +) g
         if self.weight_decay > 0:
             d = xp.multiply(p, self.weight_decay, out=tmp)  # λ p
             d += g                                          # d = g + λ p
         if self.momentum > 0:
-            b = state["b"]
+            b = self.state["b"][name]
             b *= self.momentum
             b += d                                          # b = μ b + d
             d = b
@@ -245,17 +189,17 @@ class Adam(Optimizer):
 
     hyperparameters = ("betas", "eps")
 
-    def __init__(self, params, lr: float, betas=(0.9, 0.999), eps: float = 1e-8, empty=None):
+    def __init__(self, params, lr: float, betas=(0.9, 0.999), eps: float = 1e-8):
         if not isinstance(betas, (tuple, list)) or len(betas) != 2:
             raise ValueError(f"betas: expected a pair (beta1, beta2), got {betas!r}")
         self.betas = tuple(check_number(f"betas[{i}]", b, low=0.0, high=1.0, high_open=True)
                            for i, b in enumerate(betas))
         self.eps = check_number("eps", eps, low=0.0, low_open=True, finite=True)
-        super().__init__(params, lr, buffers=("m", "v"), empty=empty)
+        super().__init__(params, lr, buffers=("m", "v"))
 
-    def _update(self, p, g, state, tmp, lr):
-        xp = get_xp(p)
-        m, v = state["m"], state["v"]
+    def _update(self, name, p, g, lr):
+        xp, tmp = get_xp(p), self._scratch[name]
+        m, v = self.state["m"][name], self.state["v"][name]
         beta1, beta2 = self.betas
         m *= beta1
         m += xp.multiply(g, 1.0 - beta1, out=tmp)           # m = β1 m + (1 - β1) g
@@ -290,25 +234,15 @@ class AdamW(Adam):
     hyperparameters = ("betas", "eps", "weight_decay")
 
     def __init__(self, params, lr: float, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.01, no_decay=default_no_decay, empty=None):
+                 weight_decay: float = 0.01, no_decay=default_no_decay):
         self.weight_decay = check_number("weight_decay", weight_decay, low=0.0, finite=True)
-        params = _materialise(params)
-        self.decayed = {name: not no_decay(name, p) for name, p, _ in params}   # read by _plan
-        super().__init__(params, lr, betas=betas, eps=eps, empty=empty)
+        super().__init__(params, lr, betas=betas, eps=eps)
+        self.decayed = {name: not no_decay(name, p) for name, p, _ in self.params}
 
-    def _plan(self) -> None:
-        """Adam's update units, and the decayed parameters, neighbours taken as one flat view."""
-        super()._plan()
-        decayed = [p for name, p, _ in self.params if self.decayed[name]]
-        self._decayed_runs = [run for _, _, (run,) in contiguous_runs(decayed)]
-
-    def apply_update(self) -> None:
-        """The decay of the decayed parameters, then Adam's update of every parameter
-        (each number: the decay first, as if one parameter after the other)."""
-        if self.weight_decay > 0:
-            for p in self._decayed_runs:                    # the decayed parameters, neighbours as one
-                p *= 1.0 - self.lr * self.weight_decay      # p = p - lr · λ · p
-        super().apply_update()                              # Adam's update
+    def _update(self, name, p, g, lr):
+        if self.weight_decay > 0 and self.decayed[name]:
+            p *= 1.0 - lr * self.weight_decay                # p = p - lr · λ · p
+        super()._update(name, p, g, lr)
 
 
 # ------------------------------------------------------------------------ helpers
@@ -340,51 +274,18 @@ def _materialise(params) -> list:
     return triples
 
 
-def _zero_buffer(params, empty=None) -> dict:
-    """{name: zeros of the parameter's shape}: views of one flat zero array, in ``params`` order, when
-    every parameter has one array module and dtype (so parameters that are neighbours have
-    neighbouring state); else one array each. ``empty(size, dtype)`` allocates the flat array
-    (default: the array module's; ``make_optimizer`` passes shared memory, for data parallelism)."""
-    kinds = {(get_xp(p), p.dtype) for _, p, _ in params}
-    if len(kinds) != 1:
-        return {name: get_xp(p).zeros_like(p) for name, p, _ in params}
-    xp, dtype = kinds.pop()
-    flat = (empty or xp.empty)(sum(int(p.size) for _, p, _ in params), dtype)   # (P,)
-    flat[...] = 0
-    return dict(zip((name for name, _, _ in params), views_of(flat, [p for _, p, _ in params])))
+def _scratch_views(params) -> dict:
+    """Per parameter, a view in its shape of one scratch buffer per (backend, dtype).
 
-
-UNIT_SIZE = 2 ** 18      # numbers one _update call takes at most from a flat run: its scratch stays 1 MB
-                         # in float32 instead of a second copy of every parameter (same speed, measured)
-
-
-def _update_units(params, state) -> list:
-    """[(p, g, {buffer: array}, tmp)]: what one ``_update`` call takes: a run of parameters that lie
-    side by side, with gradients and state side by side too, as flat arrays (contiguous_runs) cut
-    into pieces of UNIT_SIZE numbers, else one parameter. ``tmp``: a view of one scratch array per
-    (array module, dtype), as large as the largest unit (the units are updated one after the
-    other, so they share it)."""
-    names = [name for name, _, _ in params]
-    lists = [[p for _, p, _ in params], [g for _, _, g in params]] + [[state[b][n] for n in names] for b in state]
-    runs = []
-    for i, j, arrays in contiguous_runs(*lists):
-        if j - i == 1:                                    # one parameter, in its own shape
-            runs.append(arrays)
-            continue
-        for lo in range(0, arrays[0].size, UNIT_SIZE):   # flat views: pieces of UNIT_SIZE
-            runs.append([a[lo:lo + UNIT_SIZE] for a in arrays])
+    Updates run one parameter after the other, so they can share one buffer as
+    large as the largest parameter; the views are made once, here, not per step.
+    """
     sizes = {}
-    for p, *_ in runs:
+    for _, p, _ in params:
         key = (get_xp(p), p.dtype)
         sizes[key] = max(sizes.get(key, 0), p.size)
-    scratch = {key: key[0].empty(size, dtype=key[1]) for key, size in sizes.items()}
-    return [(p, g, dict(zip(state, buffers)), scratch[(get_xp(p), p.dtype)][:p.size].reshape(p.shape))
-            for p, g, *buffers in runs]
-
-
-def _owner(a):
-    """The array whose memory ``a`` views (``a`` itself when it owns it)."""
-    return a.base if getattr(a, "base", None) is not None and hasattr(a.base, "shape") else a
+    flat = {key: key[0].empty(size, dtype=key[1]) for key, size in sizes.items()}
+    return {name: flat[(get_xp(p), p.dtype)][:p.size].reshape(p.shape) for name, p, _ in params}
 
 
 def _jsonable(value):

@@ -1,17 +1,19 @@
-"""Training support: the loop, the data and tasks it draws batches from, the loss
-Module, checkpoints (save, resume, load), data parallelism on the CPU's cores, and the
-process-wide allocator and BLAS-thread settings.
+"""Training support: the loop, the data and tasks it draws batches from, the loss Module,
+checkpoints (save, resume, load).
 
-    loop.py         TrainConfig, train(), make_optimizer, TrainingDiverged, TrainingInterrupted, ResumeMismatch
+    loop.py         train(), train_step, evaluate, make_optimizer (AdamW): the plain loop
+    config.py       TrainConfig, TrainResult, final_eval_batch_count
+    divergence.py   TrainingDiverged: a non-finite loss, gradient or update stops the run
+    interrupt.py    TrainingInterrupted, SigintGuard: Ctrl-C saves the last completed step
+    resume.py       ResumeMismatch, save_run, restore: a run continued bit for bit
     data.py         the default corpus, splits, random batches, MLM masking
     tasks.py        what a model family trains on (LM, MLM, sequence tasks)
     loss.py         CrossEntropyLoss, the Module around functional/cross_entropy; task_loss(_backward)
     checkpoint.py   atomic .npz checkpoints
     load.py         load_model(path) -> (model, tokenizer)
-    perf.py         tune_malloc(), blas_threads(n)
-    data_parallel.py  DataParallel: the batch in parts, a model replica and a core each
-    sharded_update.py after the backward, each process sums and updates a share of the parameters
-    workers.py        the replicas past the first, in forked worker processes
+
+The speed wing (minitransformer/fast/) adds data parallelism and process tuning on top of
+this loop; nothing here imports it.
 """
 from .load import load_model
 from .loop import ResumeMismatch, TrainConfig, TrainingDiverged, TrainingInterrupted, train

@@ -1,4 +1,4 @@
-"""Data parallelism (training/data_parallel.py): the parts' weighted gradients add up to the batch's.
+"""Data parallelism (the speed wing's fast/data_parallel.py): the parts' weighted gradients add up to the batch's.
 
     L = Σ_i N_i L_i / N   ⇒   ∂L/∂θ = Σ_i (N_i / N) ∂L_i/∂θ
 
@@ -23,15 +23,16 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from minitransformer.functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
-from minitransformer.layers import flatten_parameters, set_recompute
+from minitransformer.layers import set_recompute
 from minitransformer.optim import AdamW
 from minitransformer.models import GPT, Encoder, EncoderConfig, GPTConfig, Seq2Seq, Seq2SeqConfig
 from minitransformer.training.classification import tabular_task, vit_task
-from minitransformer.training.data_parallel import DataParallel, n_replicas_for, split_batch
-from minitransformer.training.workers import replicate
+from minitransformer import fast
+from minitransformer.fast import perf
+from minitransformer.fast.data_parallel import DataParallel, n_replicas_for, split_batch
+from minitransformer.fast.perf import blas_thread_control, blas_threads, release_free_heap
+from minitransformer.fast.workers import replicate
 from minitransformer.training.loop import TrainConfig, make_optimizer, train, train_step
-from minitransformer.training import perf
-from minitransformer.training.perf import blas_thread_control, blas_threads, release_free_heap
 from minitransformer.training.tasks import LanguageModelTask, MaskedLMTask, SequenceTaskData
 
 V, T = 11, 8
@@ -70,17 +71,15 @@ def _whole_batch(model, task, batch):
 
 
 @pytest.mark.parametrize("recompute", [False, True], ids=["stored", "recompute"])
-@pytest.mark.parametrize("flat", [False, True], ids=["arrays", "flat"])   # every family, layout and setting, always
+# every family and setting, always
 @pytest.mark.parametrize("family", ["gpt", "mlm", "seq2seq", "vit", "tabular"])
 @settings(max_examples=4, deadline=None)
 @given(batch_size=st.integers(1, 7), n_replicas=st.integers(2, 4), seed=st.integers(0, 2**16))
-def test_the_parts_gradients_add_up_to_the_whole_batchs(family, flat, batch_size, n_replicas, recompute, seed):
+def test_the_parts_gradients_add_up_to_the_whole_batchs(family, batch_size, n_replicas, recompute, seed):
     model, task = _family(family, batch_size, seed)
     batch = task.batch("train", np.random.default_rng(seed))
     L_whole, grads_whole = _whole_batch(model, task, batch)
     set_recompute(model, recompute)                 # the replicas copy the blocks' setting
-    if flat:
-        flatten_parameters(model)                   # one copy and one sum for all parameters
     dtype = next(model.parameters())[1].dtype.type
     rtol, atol = RTOL[dtype], ATOL[dtype]
     with DataParallel(model, n_replicas) as parallel:
@@ -143,7 +142,7 @@ def test_replicate_puts_the_given_arrays_in_a_copy_of_the_model():
 
 def test_the_workers_see_each_steps_parameters():
     model, task = _family("gpt", 4, 1)
-    cfg = TrainConfig(data_parallel=2)
+    cfg = TrainConfig()
     optimizer = make_optimizer(model, cfg)
     batch = task.batch("train", np.random.default_rng(1))
     with DataParallel(model, 2) as parallel:
@@ -217,22 +216,29 @@ def test_a_task_that_cannot_be_pickled_and_a_dead_worker_are_named():
             parallel.loss(task, batch)
 
 
-def test_train_with_two_replicas_follows_one_replica_and_resumes_bit_for_bit(tmp_path):
+def test_the_wings_train_with_two_replicas_follows_the_plain_loop_and_resumes_bit_for_bit(tmp_path):
+    """fast.train (the twins, two replicas) against the plain train: the same steps to float32
+    rounding (the sums over two parts and the twins run in another order); with one replica and
+    the wing's kernels off it is the plain loop, bit for bit; a resume continues exactly."""
     ids = np.random.default_rng(0).integers(0, V, 400)
     task = LanguageModelTask(ids[:300], ids[300:], block_size=T, batch_size=4)
     config = GPTConfig(vocab_size=V, block_size=T, n_layer=1, n_head=2, d_model=16, p_drop=0.0)
-    cfg = dict(steps=8, warmup_steps=2, eval_interval=100, eval_batches=2, final_eval_batches=2)
-    logs = []
-    one = train(GPT(config, rng=1), task, TrainConfig(**cfg, data_parallel=1), log=lambda s: None)
-    two = train(GPT(config, rng=1), task, TrainConfig(**cfg, data_parallel=2), log=logs.append)
-    assert any(line.startswith("data parallel: 2 replicas") for line in logs)
-    np.testing.assert_allclose([l for _, l in two.history], [l for _, l in one.history], rtol=1e-5)
-    np.testing.assert_allclose(two.evals, one.evals, rtol=1e-5)      # the evaluations split too
+    cfg = TrainConfig(steps=8, warmup_steps=2, eval_interval=100, eval_batches=2, final_eval_batches=2)
+    quiet, logs = (lambda s: None), []
+    plain = train(GPT(config, rng=1), task, cfg, log=quiet)
+    two = fast.train(GPT(config, rng=1), task, cfg, data_parallel=2, malloc=False, log=logs.append)
+    if n_replicas_for(GPT(config, rng=1), task.batch("train", np.random.default_rng(0)), 2)[0] == 2:
+        assert any(line.startswith("data parallel: 2 replicas") for line in logs)
+    np.testing.assert_allclose([l for _, l in two.history], [l for _, l in plain.history], rtol=1e-5)
+    np.testing.assert_allclose(two.evals, plain.evals, rtol=1e-5)      # the evaluations split too
+    assert not fast.is_enabled()                                        # the twins for the run only
+    with DataParallel(GPT(config, rng=1), 1) as one:                    # one replica: the model itself
+        assert one.workers == []
     ckpt = str(tmp_path / "run.npz")
-    train(GPT(config, rng=1), task, TrainConfig(**cfg, data_parallel=2), checkpoint_path=ckpt, stop_after=3,
-          log=lambda s: None)
-    resumed = train(GPT(config, rng=7), task, TrainConfig(**cfg, data_parallel=2), checkpoint_path=ckpt,
-                    resume=True, log=lambda s: None)
+    fast.train(GPT(config, rng=1), task, cfg, data_parallel=2, malloc=False, checkpoint_path=ckpt,
+               stop_after=3, log=quiet)
+    resumed = fast.train(GPT(config, rng=7), task, cfg, data_parallel=2, malloc=False, checkpoint_path=ckpt,
+                         resume=True, log=quiet)
     assert [l for _, l in resumed.history] == [l for _, l in two.history]   # exact
 
 
@@ -254,9 +260,9 @@ def test_when_data_parallelism_runs_and_why_not():
     with pytest.raises(TypeError, match=r"forget\[1\]: expected a NumPy array"):
         DataParallel(model, 2, forget=[np.zeros(3), [0.0]])
     with pytest.raises(ValueError, match="data_parallel"):
-        TrainConfig(data_parallel=0)
+        fast.train(model, task, TrainConfig(steps=1), data_parallel=0)
     with pytest.raises(TypeError, match="data_parallel"):
-        TrainConfig(data_parallel=True)
+        fast.train(model, task, TrainConfig(steps=1), data_parallel=True)
 
 
 def test_split_batch_keeps_the_order_and_names_a_ragged_batch():
@@ -292,7 +298,7 @@ def test_blas_threads_sets_the_count_inside_the_block_only():
 _ORPHAN = """
 import numpy as np, sys, time
 from minitransformer.models import GPT, GPTConfig
-from minitransformer.training.data_parallel import DataParallel
+from minitransformer.fast.data_parallel import DataParallel
 model = GPT(GPTConfig(vocab_size=11, block_size=8, n_layer=1, n_head=2, d_model=8), rng=0)
 parallel = DataParallel(model, 3)                 # the second worker's fork inherits the first's pipe
 print(*(worker.process.pid for worker in parallel.workers), flush=True)
@@ -336,14 +342,14 @@ def test_workers_drop_their_copies_of_the_main_processs_arrays():
     _, task = _family("gpt", 4, 7)
     model = GPT(GPTConfig(vocab_size=V, block_size=T, n_layer=1, n_head=2, d_model=64, p_drop=0.0),
                 rng=7).astype(np.float64)
-    optimizer = AdamW(model.parameters(), 1e-3)        # private arrays (make_optimizer's are shared)
+    optimizer = AdamW(model.parameters(), 1e-3)
     big = [p for _, p, _ in model.parameters() if p.nbytes >= 3 * mmap.PAGESIZE]   # whole pages inside
     assert len(big) >= 3
     _MAIN_ARRAYS[:] = big + [optimizer.state["m"][name] for name, p, _ in optimizer.params if p.nbytes >= 3 * mmap.PAGESIZE]
     for a in _MAIN_ARRAYS:
         a[...] = 1.0
     try:
-        with DataParallel(model, 2, forget=optimizer.state_arrays()) as parallel:
+        with DataParallel(model, 2, forget=_state(optimizer)) as parallel:
             seen = parallel.call_workers(_inherited_sums)[0]
             batch = task.batch("train", np.random.default_rng(7))
             L, backward = parallel.loss(task, batch)           # the replica reads none of them
@@ -356,14 +362,14 @@ def test_workers_drop_their_copies_of_the_main_processs_arrays():
     assert L == pytest.approx(_whole_batch(model, task, batch)[0], rel=RTOL[np.float64])
 
 
-def test_an_optimizer_lists_its_state_arrays_and_the_heap_can_be_trimmed():
-    model, _ = _family("gpt", 4, 8)
-    optimizer = make_optimizer(model, TrainConfig())
-    arrays = optimizer.state_arrays()
-    assert len(arrays) == 3                           # m and v: one flat array each, one scratch array
-    assert all(any(a.base is b for b in arrays) for table in optimizer.state.values() for a in table.values())
-    assert sum(a.size for a in arrays) == 3 * model.num_parameters()   # the scratch: all parameters as one
-    if perf._glibc() is not None and perf.tune_malloc():     # 32 MB arrays from the heap, never trimmed
+def _state(optimizer) -> list:
+    """The optimizer's state buffers, as fast.train passes them to DataParallel(forget=...)."""
+    return [a for table in optimizer.state.values() for a in table.values()]
+
+
+@pytest.mark.skipif(perf._glibc() is None, reason="malloc_trim is glibc's")
+def test_the_heap_can_be_trimmed():
+    if perf.tune_malloc():                            # 32 MB arrays from the heap, never trimmed
         freed = np.ones(4 * 2**20)
         del freed                                     # 32 MB free inside the heap now
         assert release_free_heap()                    # given back

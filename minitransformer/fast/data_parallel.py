@@ -3,7 +3,6 @@
     with DataParallel(model, n_replicas=2) as parallel:   # replica 0: the model; the others: worker processes
         loss, backward = parallel.loss(task, batch)   # each part's forward and loss, at the same time
         backward()                                    # each part's backward; model.grads = their sum
-        parallel.step(optimizer, lr)                  # optimizer.step(lr) (in shares: see below)
 
 The math. The loss is a mean over the batch's kept targets (cross_entropy.py). Cut
 the batch into parts i, with N_i kept targets and mean loss L_i each, N = Σ_i N_i:
@@ -22,32 +21,22 @@ both kinds of work use every core.
 
 Why processes, not threads. NumPy lets go of the GIL inside its loops but holds it for
 the Python between them and for each call's set-up: two threads that each make some
-9,000 NumPy calls a step wait for each other there. Measured on 2 cores (AMD Zen 3,
-AVX2), half a step of config b on one core: 201 ms alone, 221-230 ms with another
-half in a second thread, 208 ms with it in a second process; whole steps of configs a
-and b 6-8% faster with a worker process than with a worker thread (c, whose NumPy calls
-are longer, 1-3%): benchmarks/RESULTS.md. So replicas 1, 2 ... live in worker processes,
+9,000 NumPy calls a step wait for each other there (the steps with a worker process
+against a worker thread: benchmarks/RESULTS.md). So replicas 1, 2 ... live in worker processes,
 each with its own interpreter and its own GIL (the reason PyTorch's
 DistributedDataParallel runs a process per GPU). Replica 0 is the model itself, in
 this process.
 
-What is shared, and how: workers.py (the parameters in shared memory; each worker's
-gradients there too, added into the model's by ``backward``; the parts, the task and
-the train/eval modes through a pipe; what a worker gives back of the memory it
-inherited, and why).
-
-The rest of the step in shares: sharded_update.py. Built with the optimizer whose
-``step`` follows (``DataParallel(..., optimizer=...)``, as ``train`` does) and with its
-arrays in shared memory (``make_optimizer``), ``backward`` has each process add up a
-share of the gradients and ``step(optimizer, lr)`` has each update a share of the
-parameters, instead of this process doing all of it while the workers wait.
+What is shared, and how: workers.py (the parameters in shared memory, copied in at every
+``loss``; each worker's gradients there too, added into the model's by ``backward``; the
+parts, the task and the train/eval modes through a pipe; what a worker gives back of
+the memory it inherited, and why).
 
 The ``with`` block holds OpenBLAS at one thread a replica in this process for its
 whole length, not only while the parts run: a product on two BLAS threads anywhere in
 between (the gradient norm's dot products) wakes OpenBLAS's worker thread, which then
-spins on a core for milliseconds, just when the next step's parts want both cores
-(measured: the parts took 1.8x as long right after a step on two BLAS threads). The
-workers hold their count for their whole life.
+spins on a core for milliseconds, just when the next step's parts want both cores.
+The workers hold their count for their whole life.
 
 When (``n_replicas_for``): NumPy arrays, a model without dropout (each replica would
 draw from its own copy of the dropout generators: two parts would get the same
@@ -55,7 +44,7 @@ masks, and a resumed run could not replay the draws), at least 2 examples in a
 batch, an OpenBLAS whose thread count this process can set, and the "fork" start
 method in a process that may start others (not a daemonic one, such as a
 multiprocessing pool's worker). Otherwise one replica: the plain step. The numbers are those of one replica
-up to rounding (the sums run in another order): tests/test_data_parallel.py.
+up to rounding (the sums run in another order): tests/test_fast_data_parallel.py.
 """
 from __future__ import annotations
 
@@ -65,12 +54,10 @@ from contextlib import ExitStack
 
 import numpy
 
-from ..layers.flat_parameters import contiguous_runs
 from ..validate import check_int
-from .loss import task_loss, task_loss_backward
+from ..training.loss import task_loss, task_loss_backward
 from .perf import blas_thread_control, blas_threads
-from .sharded_update import plan
-from .workers import Worker, is_shared, shared_like, stop
+from .workers import Worker, shared_like, stop
 
 
 def n_replicas_for(model, batch, requested: int) -> tuple[int, str]:
@@ -126,39 +113,25 @@ def split_batch(batch, n: int) -> list[tuple]:
 class DataParallel:
     """``n_replicas`` replicas of ``model``: the model itself here, the others in worker processes.
 
-    ``forget``: more arrays of this process that the workers never read (the optimizer's state,
-    ``optimizer.state_arrays()``): each worker gives its copy of their memory back (module
-    docstring, "Memory"). ``optimizer``: the optimizer ``step`` will be called with; where its
-    arrays and the model's gradients are in shared memory (``make_optimizer`` on the CPU), each
-    process sums and updates a share of the parameters (sharded_update.py). Create the
-    DataParallel after the optimizer, and pass it."""
+    ``forget``: more arrays of this process that the workers never read (the optimizer's state
+    buffers, as ``fast.train`` passes them): each worker gives its copy of their memory back (module
+    docstring, "Memory"). Create the DataParallel after the optimizer, and pass it."""
 
-    def __init__(self, model, n_replicas: int = 2, forget=(), optimizer=None):
+    def __init__(self, model, n_replicas: int = 2, forget=()):
         n_replicas = check_int("n_replicas", n_replicas, low=1)
-        self.model, self.n_replicas, self.optimizer = model, n_replicas, optimizer
+        self.model, self.n_replicas = model, n_replicas
         self.params = [p for _, p, _ in model.parameters()]
         self.grads = [g for _, _, g in model.parameters()]
         forget = list(forget)
         for i, a in enumerate(forget):
             if not isinstance(a, numpy.ndarray):
-                raise TypeError(f"forget[{i}]: expected a NumPy array (optimizer.state_arrays()), got {type(a).__name__}")
+                raise TypeError(f"forget[{i}]: expected a NumPy array (an optimizer's state buffer), got {type(a).__name__}")
+        parent_only = self.params + self.grads + forget   # the workers drop their copies
         control = blas_thread_control()                   # None: the BLAS's threads stay as they are
         self.threads_per_replica = _blas_threads_each(control[0](), n_replicas) if control and n_replicas > 1 else None
-        shared = n_replicas > 1 and all(is_shared(p) for p in self.params)   # make_optimizer's: read in place
-        self.shared_params = self.params if shared else shared_like(self.params) if n_replicas > 1 else []
-        # Runs of neighbouring arrays as one flat view each (layers/flat_parameters.py): after
-        # flatten_parameters, one copy and one sum for all parameters instead of one each.
-        self._param_runs = ([arrays for _, _, arrays in contiguous_runs(self.params, self.shared_params)]
-                            if n_replicas > 1 and not shared else [])
-        worker_grads = [shared_like(self.grads) for _ in range(n_replicas - 1)]
-        self._shards = plan(self.grads, worker_grads, optimizer) if optimizer is not None and n_replicas > 1 else None
-        self._grad_runs = [] if self._shards else [[arrays for _, _, arrays in contiguous_runs(self.grads, grads_k)]
-                                                   for grads_k in worker_grads]   # backward's sum in this process
-        own = [p for p, _ in self._param_runs] + [g for _, _, (g,) in contiguous_runs(self.grads)] + forget
-        parent_only = [a for a in own if not is_shared(a)]     # the workers drop their copies
-        self.workers = [Worker(model, self.shared_params, grads_k, self.threads_per_replica, parent_only,
-                               None if self._shards is None else self._shards[k + 1])
-                        for k, grads_k in enumerate(worker_grads)]
+        self.shared_params = shared_like(self.params) if n_replicas > 1 else []
+        self.workers = [Worker(model, self.shared_params, self.threads_per_replica, parent_only)
+                        for _ in range(n_replicas - 1)]
         self._task = None                                 # the task the workers hold
         self._settings = ExitStack()                      # what __enter__ set, undone by close()
         self._finalizer = weakref.finalize(self, stop, self.workers)
@@ -171,7 +144,7 @@ class DataParallel:
         if workers and task is not self._task:
             self._run(self.workers, [("task", task)] * len(self.workers), lambda: None)
             self._task = task
-        for p, shared in self._param_runs:
+        for shared, p in zip(self.shared_params, self.params):
             shared[...] = p                               # the workers' parameters: this step's
         modes = [m.training for _, m in self.model.named_modules()]
         results = self._run(workers, [("loss", part, smoothing, modes) for part in parts[1:]],
@@ -185,24 +158,11 @@ class DataParallel:
         def backward():
             self._run(workers, [("backward", w) for w in weights[1:]],
                       lambda: task_loss_backward(self.model, weights[0], caches[0]))
-            if self._shards is not None:                    # a share of the sum in each process
-                self._run(self.workers, [("reduce",)] * len(self.workers), self._shards[0].reduce)
-                return
-            for runs in self._grad_runs[:len(workers)]:
-                for g, g_i in runs:
+            for worker in workers:
+                for g, g_i in zip(self.grads, worker.grads):
                     g += g_i                                # ∂L/∂θ = Σ_i (N_i / N) ∂L_i/∂θ
                     g_i[...] = 0
         return L, backward
-
-    def step(self, optimizer, lr: float | None = None) -> None:
-        """``optimizer.step(lr)``; for the optimizer this DataParallel was built with, where its arrays
-        are shared, each process updates its share of the parameters (sharded_update.py)."""
-        if self._shards is None or optimizer is not self.optimizer:
-            optimizer.step(lr)
-            return
-        optimizer.begin_step(lr)                          # t and lr, here; the update in shares
-        t, lr = optimizer.t, optimizer.lr
-        self._run(self.workers, [("update", t, lr)] * len(self.workers), lambda: self._shards[0].update(t, lr))
 
     def release_caches(self) -> None:
         """Drop every replica's forward caches (after a ``loss`` that no backward follows)."""

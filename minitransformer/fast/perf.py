@@ -88,8 +88,8 @@ def blas_threads(n: int):
     """Inside the block, OpenBLAS runs each matrix product on ``n`` threads; after it, as before.
 
     The setting is process-wide (OpenBLAS has no per-thread count: its
-    ``openblas_set_num_threads_local`` changed the global count too when measured,
-    2026-11-23), so the block must not overlap with code that wants the old count.
+    ``openblas_set_num_threads_local`` changed the global count too, when tried), so
+    the block must not overlap with code that wants the old count.
     Raises RuntimeError where NumPy's BLAS is not an OpenBLAS this module can reach
     (``blas_thread_control()`` is None): check that first.
     """

@@ -1,18 +1,15 @@
 """A model replica in a forked worker process: the plumbing under data_parallel.py.
 
-    worker = Worker(model, shared_params, grads, threads, parent_only, shard)   # forks; the replica lives there
+    worker = Worker(model, shared_params, threads, parent_only)   # forks; the replica lives there
     ticket = worker.send("loss", part, smoothing, modes)          # a request, numbered
     L_i, n_kept = worker.receive(ticket)                          # its reply (a worker's error raised here)
 
 What is shared, and how. The workers are forked (multiprocessing's "fork": Linux and
 the like), so each starts with a copy of the model made here. Two kinds of arrays
 live in shared memory (an anonymous shared ``mmap``, the same pages in every process):
-the parameters, and each worker's gradients, which ``backward`` adds into the model's
-and clears. The parameters are the model's own arrays where they already live in shared
-memory (``shared_empty``: ``make_optimizer`` puts them there on the CPU); otherwise a
-shared copy that ``loss`` refreshes at every call (3 MB for the default GPT, a fraction
-of a millisecond). A worker may also hold a ``shard`` (sharded_update.py): its share of
-the gradient sum ("reduce") and of the optimizer's update ("update"). The
+the parameters, which ``loss`` copies in from the model at every call (the optimizer
+updates the model's own arrays; 3 MB for the default GPT, a fraction of a millisecond),
+and each worker's gradients, which ``backward`` adds into the model's and clears. The
 parts, the task (once per task object) and each module's train/eval mode travel
 through a pipe (pickled); so do the replies, a part's loss and kept-target count.
 Workers ignore Ctrl-C (the training loop handles it here) and end when the
@@ -21,15 +18,14 @@ DataParallel closes or this process ends.
 Memory. A forked worker starts with every page of this process, shared until one of
 the two writes it; this process writes its parameters, gradients and optimizer state
 at every step, and each write would copy a page whose old copy stays with the worker,
-unused. So a worker first gives back its copy of those arrays that are not already
-shared (``release_pages``: the model's parameters and gradients, and what ``forget``
-lists, as ``train`` passes ``optimizer.state_arrays()``) and of the free heap it
-inherited (``perf.release_free_heap``). What is left is what replicas cost anywhere:
-each worker's gradients (one copy of the parameters each; a shared copy of the
-parameters too where they are not shared already) and each part's activations.
-Measured: benchmarks/RESULTS.md.
+unused. So a worker first gives back its copy of those arrays (``release_pages``: the
+model's parameters and gradients, and what ``forget`` lists: ``fast.train`` passes
+the optimizer's state buffers) and of the free heap it inherited
+(``perf.release_free_heap``). What is left is what replicas cost anywhere: the shared
+parameters and each worker's gradients (one copy of the parameters each) and each
+part's activations. Measured: benchmarks/RESULTS.md.
 
-Requests ("task", "loss", "backward", "reduce", "update", "release", "call") and replies carry a ticket
+Requests ("task", "loss", "backward", "release", "call") and replies carry a ticket
 number, so a call interrupted half-way (Ctrl-C while waiting) never leaves a stale
 reply to be read as the next one: ``receive`` skips older tickets.
 """
@@ -37,7 +33,6 @@ from __future__ import annotations
 
 import copy
 import ctypes
-import itertools
 import mmap
 import multiprocessing
 import os
@@ -48,38 +43,21 @@ import traceback
 
 import numpy
 
-from ..layers.flat_parameters import views_of
-from .loss import task_loss, task_loss_backward
+from ..training.loss import task_loss, task_loss_backward
 from .perf import blas_thread_control, release_free_heap
 
 
 def shared_like(arrays) -> list:
-    """Zero-filled arrays with the shapes, dtypes and array types of ``arrays``, in anonymous shared
-    memory (``shared_empty``): a process forked afterwards reads and writes the same memory.
-    Neighbours of one dtype and type lie side by side in one flat array (so ``contiguous_runs``
-    takes them as one: one copy or sum for all)."""
-    views = []
-    for _, group in itertools.groupby(arrays, key=lambda a: (a.dtype, type(a))):   # neighbours of one kind
-        group = list(group)
-        flat = shared_empty(sum(a.size for a in group), group[0].dtype).view(type(group[0]))   # (P,)
-        views.extend(views_of(flat, group))
-    return views
-
-
-def shared_empty(size: int, dtype):
-    """A 1-D array of ``size`` entries (zero-filled) in an anonymous shared mmap: a process forked
-    afterwards reads and writes the same memory. ``make_optimizer`` hands it to
-    ``flatten_parameters`` and to the optimizer on the CPU, so that data parallelism's workers
-    can read the parameters without a copy and update their share of them (sharded_update.py)."""
-    dtype = numpy.dtype(dtype)
-    return numpy.frombuffer(mmap.mmap(-1, max(size * dtype.itemsize, 1)), dtype, size)   # (size,)
-
-
-def is_shared(a) -> bool:
-    """Whether ``a`` is a view of an anonymous shared mmap (``shared_empty``, ``shared_like``)."""
-    while isinstance(a, numpy.ndarray):
-        a = a.base
-    return isinstance(a, memoryview) and isinstance(a.obj, mmap.mmap)
+    """Zero-filled arrays with the shapes, dtypes and array types of ``arrays``, views of one
+    anonymous shared mmap: a process forked afterwards reads and writes the same memory."""
+    offsets, size = [], 0
+    for a in arrays:
+        size = -(-size // 64) * 64                         # each array on a 64-byte boundary
+        offsets.append(size)
+        size += a.nbytes
+    buffer = mmap.mmap(-1, max(size, 1))                   # anonymous: MAP_SHARED, zero-filled
+    return [numpy.frombuffer(buffer, a.dtype, a.size, offset).reshape(a.shape).view(type(a))
+            for a, offset in zip(arrays, offsets)]
 
 
 def release_pages(arrays) -> None:
@@ -138,14 +116,13 @@ def replicate(model, params, grads):
 class Worker:
     """A replica in a forked process: the pipe to it and the shared views of its gradients."""
 
-    def __init__(self, model, shared_params, grads, threads, parent_only, shard=None):
-        self.grads = grads                                 # shared_like(the model's gradients)
+    def __init__(self, model, shared_params, threads, parent_only):
+        self.grads = shared_like([g for _, _, g in model.parameters()])
         replica = replicate(model, shared_params, self.grads)
         context = multiprocessing.get_context("fork")
         self.conn, child_end = context.Pipe()
         self.process = context.Process(target=_serve, daemon=True, name="minitransformer-replica",
-                                       args=(child_end, self.conn, os.getpid(), replica, threads, parent_only,
-                                             shard))
+                                       args=(child_end, self.conn, os.getpid(), replica, threads, parent_only))
         self.process.start()                               # the process holds its own copy of the replica
         child_end.close()
         self.ticket = 0                                    # numbers the requests; a reply carries its number
@@ -182,7 +159,7 @@ class Worker:
                            f"{self.process.exitcode}: killed, out of memory?); start a new DataParallel")
 
 
-def _serve(conn, parent_end, main_pid, replica, threads, parent_only, shard) -> None:
+def _serve(conn, parent_end, main_pid, replica, threads, parent_only) -> None:
     """A worker process: run each request on ``replica``, reply (ticket, "ok" or "error", value).
     It ends when asked (None), when the pipe closes, or when the main process has gone (checked
     every second: a main process killed outright closes no pipe that a later fork inherited)."""
@@ -192,7 +169,7 @@ def _serve(conn, parent_end, main_pid, replica, threads, parent_only, shard) -> 
     release_free_heap()                                    # nor the free heap it inherited
     if threads is not None:
         blas_thread_control()[1](threads)
-    held = {"task": None, "cache": None, "shard": shard}
+    held = {"task": None, "cache": None}
     while True:
         try:
             while not conn.poll(1.0):
@@ -215,7 +192,7 @@ def _serve(conn, parent_end, main_pid, replica, threads, parent_only, shard) -> 
 
 
 def _handle(replica, held, op, args):
-    """One request in a worker: "task", "loss", "backward", "reduce", "update", "release" or "call"."""
+    """One request in a worker: "task", "loss", "backward", "release" or "call"."""
     if op == "task":
         held["task"] = args[0]
     elif op == "loss":
@@ -227,10 +204,6 @@ def _handle(replica, held, op, args):
     elif op == "backward":
         cache, held["cache"] = held["cache"], None
         task_loss_backward(replica, args[0], cache)
-    elif op == "reduce":
-        held["shard"].reduce()                             # its share of the gradient sum
-    elif op == "update":
-        held["shard"].update(*args)                        # its share of the optimizer's update
     elif op == "release":
         held["cache"] = None
         replica.release_caches()

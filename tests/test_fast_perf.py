@@ -4,7 +4,7 @@ import platform
 
 import pytest
 
-from minitransformer.training.perf import tune_malloc
+from minitransformer.fast.perf import tune_malloc
 
 
 def _is_glibc():
@@ -16,7 +16,7 @@ def test_glibc_takes_the_settings_and_the_defaults_back():
     assert ctypes.util.find_library("c") is not None
     assert tune_malloc() is True
     assert tune_malloc(restore=True) is True
-    assert tune_malloc() is True       # train() leaves it on; so does this test
+    assert tune_malloc() is True       # fast.train() leaves it on; so does this test
 
 
 @pytest.mark.skipif(_is_glibc(), reason="on glibc the settings apply")
