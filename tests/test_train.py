@@ -333,7 +333,18 @@ def test_train_command_checks_data_and_out_before_training(tmp_path, capsys):
     assert capsys.readouterr().err.startswith("error: --out: cannot write in")
 
 
-def test_a_real_sigint_during_the_update_is_held_back_until_the_step_is_done(tmp_path, monkeypatch):
+@pytest.fixture
+def sigint_raises_keyboard_interrupt():
+    """SIGINT set to Python's default handler for the test, whatever pytest inherited: started in the
+    background (`pytest &`), a shell starts it with SIGINT ignored, and `train` rightly keeps that."""
+    import signal
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, inherited)
+
+
+def test_a_real_sigint_during_the_update_is_held_back_until_the_step_is_done(
+        tmp_path, monkeypatch, sigint_raises_keyboard_interrupt):
     import signal
     from minitransformer.optim import AdamW
     from minitransformer.training.loop import TrainingInterrupted
