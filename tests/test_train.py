@@ -324,7 +324,7 @@ def test_train_command_checks_data_and_out_before_training(tmp_path, capsys):
     assert main(["train", "--data", _text_file(tmp_path), *TINY, "--out", out]) == 0
     assert os.path.isfile(os.path.join(out, "result.json"))
     capsys.readouterr()
-    assert main(["train", "--data", _text_file(tmp_path, "abc" * 5), *TINY, "--out", out]) == 2
+    assert main(["train", "--data", _text_file(tmp_path, "abc" * 5), *TINY, "--out", out, "--overwrite"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: --data: the val split is too short for --block-size")
     blocker = tmp_path / "a-file"

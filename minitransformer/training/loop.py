@@ -307,6 +307,8 @@ def train(model, task, cfg: TrainConfig, *, optimizer=None, checkpoint_path=None
     Ctrl-C (KeyboardInterrupt) saves the last completed step to ``checkpoint_path``
     (atomically, never non-finite weights) and raises ``TrainingInterrupted``.
     """
+    if resume and checkpoint_path is None:
+        raise ValueError("checkpoint_path: resume=True needs the checkpoint to continue from, got None")
     optimizer = optimizer or make_optimizer(model, cfg)
     if cfg.recompute:
         set_recompute(model)
