@@ -103,7 +103,7 @@ class MultiHeadAttention(Module):
         self.n_head, self.n_kv_head, self.head_dim = H, G, C // H
         self.causal, self.cross, self.window = causal, cross, window
         self.rope, self.rope_layout = rope, rope_layout
-        self.rope_base = check_number("rope_base", rope_base, low=0.0, low_open=True)
+        self.rope_base = check_number("rope_base", rope_base, low=0.0, low_open=True, finite=True)
         self.slopes = alibi_slopes(H) if alibi else None
         rng = default_rng(rng)
         self._init_params(C, H, G, bias, rng, init_std, out_std, dtype)
@@ -114,6 +114,9 @@ class MultiHeadAttention(Module):
         self._init_pattern(dilation, global_positions)
         self._init_dropout(attn_p_drop, dropout_rng)
         self.rope_scale = check_number("rope_scale", rope_scale, low=0.0, low_open=True, finite=True)
+        if self.rope_scale != 1.0 and not rope:
+            raise ValueError(f"rope_scale: position interpolation scales RoPE's angles; expected rope=True "
+                             f"with rope_scale={self.rope_scale}, got rope=False")
 
     @staticmethod
     def _check_config(C, H, G, causal, cross, rope, rope_layout, alibi, window):
@@ -153,8 +156,8 @@ class MultiHeadAttention(Module):
         self.rng = default_rng(dropout_rng) if self.attn_p_drop > 0 else None
 
     def _init_params(self, C, H, G, bias, rng, init_std, out_std, dtype):
-        init_std = 0.02 if init_std is None else check_number("init_std", init_std, low=0.0)
-        out_std = init_std if out_std is None else check_number("out_std", out_std, low=0.0)
+        init_std = 0.02 if init_std is None else check_number("init_std", init_std, low=0.0, finite=True)
+        out_std = init_std if out_std is None else check_number("out_std", out_std, low=0.0, finite=True)
         D = C // H
         blocks = [("W_q", "b_q", H * D), ("W_kv", "b_kv", 2 * G * D)] if self.cross else \
                  [("W_qkv", "b_qkv", (H + 2 * G) * D)]
@@ -274,7 +277,7 @@ class MultiHeadAttention(Module):
                              f"axis; expected cross, rope and alibi off with relative={relative!r}, got "
                              f"cross={self.cross}, rope={self.rope}, alibi={self.slopes is not None}")
         self.relative = relative
-        init_std = 0.02 if init_std is None else check_number("init_std", init_std, low=0.0)
+        init_std = 0.02 if init_std is None else check_number("init_std", init_std, low=0.0, finite=True)
         if relative == "shaw":
             self.relative_clip = check_int("relative_clip", clip, low=0)
             rows = 2 * self.relative_clip + 1                                    # distances -k .. k

@@ -172,8 +172,9 @@ class EncoderConfig(TransformerConfig):
         if self.window is not None:
             raise ValueError("window: sliding windows are causal here and the encoder "
                              f"attends both ways; expected None, got {self.window}")
-        for name in ("type_vocab_size", "n_classes", "pad_id"):
+        for name in ("type_vocab_size", "n_classes"):
             check_int(name, getattr(self, name), low=0)
+        check_int("pad_id", self.pad_id, low=0, high=self.vocab_size - 1)      # an id of the vocabulary
         for name in ("embedding_norm", "mlm_head", "pooler"):
             check_bool_field(name, getattr(self, name))
 
@@ -194,7 +195,7 @@ class Seq2SeqConfig(TransformerConfig):
         super().__post_init__()
         if self.src_vocab_size is not None:
             check_int("src_vocab_size", self.src_vocab_size, low=1)
-        check_int("pad_id", self.pad_id, low=0)
+        check_int("pad_id", self.pad_id, low=0, high=min(self.vocab_size, self.src_vocab_size or self.vocab_size) - 1)
         for name in ("shared_embeddings", "scale_embeddings"):
             check_bool_field(name, getattr(self, name))
         if self.shared_embeddings and self.src_vocab_size not in (None, self.vocab_size):

@@ -88,10 +88,19 @@ class Optimizer:
         """One update of every parameter from its gradient.
 
         ``lr``: this step's learning rate (a schedule's value); it becomes the stored
-        ``self.lr``. None: the stored one.
+        ``self.lr``. None: the stored one. A gradient holding inf or NaN is refused
+        (ValueError naming it) before any parameter changes: the update would make them NaN.
         """
+        self._check_finite_gradients()
         self.begin_step(lr)
         self.apply_update()
+
+    def _check_finite_gradients(self) -> None:
+        """max and min carry a NaN or an inf through, and allocate nothing (isfinite would)."""
+        for name, _, g in self.params:
+            if g.size and not (math.isfinite(float(g.max())) and math.isfinite(float(g.min()))):
+                raise ValueError(f"step: the gradient of {name!r} holds inf or NaN; no parameter was "
+                                 f"updated (clip_grad_norm returns the norm: stop when it is not finite)")
 
     def begin_step(self, lr: float | None = None) -> None:
         """A step's bookkeeping: the step count t (+1) and this step's lr (checked)."""

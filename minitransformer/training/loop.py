@@ -222,7 +222,8 @@ def train_step(model, task, batch, optimizer, lr: float, cfg: TrainConfig, devic
         guard.active = True
     try:
         if parallel is None:
-            optimizer.step(lr)
+            optimizer.begin_step(lr)                      # = step(lr) without its finiteness pass:
+            optimizer.apply_update()                      #   the global norm above was finite
         else:
             parallel.step(optimizer, lr)                  # each process updates a share (sharded_update.py)
     finally:

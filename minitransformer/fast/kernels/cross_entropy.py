@@ -25,7 +25,7 @@ def cross_entropy_forward(logits, targets, ignore_index: int = -100, smoothing: 
         loss_n *= 1.0 - smoothing
         loss_n -= smoothing * logp.mean(axis=-1)                     # (N,)
     total = xp.where(keep, loss_n, 0).sum()
-    loss = xp.asarray(total / max(n_kept, 1), dtype=logits.dtype)
+    loss = xp.asarray(total / xp.asarray(max(n_kept, 1), dtype=logits.dtype))   # NumPy 1.x: / int promotes
     return loss, CrossEntropyCache(logp, y, keep, n_kept, smoothing, tuple(logits.shape))
 
 
