@@ -187,6 +187,12 @@ def test_train_flags_are_named_as_flags(tmp_path, capsys, argv, flag):
     assert not os.path.exists(os.path.join(out, "checkpoint.npz"))
 
 
+@pytest.mark.parametrize("flag, value", [("--vocab-size", "500"), ("--block-size", "8"), ("--tokenizer", "bpe")])
+def test_seq2seq_refuses_the_text_flags_it_would_ignore(tmp_path, capsys, flag, value):
+    assert main(["train", "--model", "seq2seq", flag, value, "--out", str(tmp_path / "run")]) == 2
+    assert _one_line(capsys.readouterr().err).startswith(f"error: {flag}: seq2seq trains on the generated")
+
+
 def test_figures_help_lists_pretrained_among_the_names(capsys):
     with pytest.raises(SystemExit):
         main(["figures", "--help"])

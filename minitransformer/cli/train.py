@@ -92,6 +92,7 @@ def build(args):
         task_name = args.task or "reverse"
         if task_name not in ("copy", "reverse", "sort"):
             raise ValueError(f"--task: seq2seq trains on copy, reverse or sort, got {task_name!r}")
+        _refuse_text_flags(args, f"seq2seq trains on the generated {task_name} task")
         config = Seq2SeqConfig(vocab_size=SEQ_VOCAB, block_size=SEQ_LENGTHS[1] + 2, n_layer=args.n_layer or 2,
                                n_head=args.n_head, d_model=args.d_model or 128, p_drop=args.p_drop,
                                position=args.position or "sinusoidal")
@@ -128,11 +129,7 @@ def _build_classifier(args, batch, cfg):
     if args.task is not None:
         raise ValueError(f"--task: {args.model} trains on its own generated data and takes no --task, "
                          f"got {args.task!r}")
-    for name, default in TEXT_FLAGS.items():
-        if getattr(args, name) != default:
-            flag = "--" + name.replace("_", "-")
-            raise ValueError(f"{flag}: {args.model} trains on its own generated data, not on text, and takes "
-                             f"no {flag}, got {getattr(args, name)!r}")
+    _refuse_text_flags(args, f"{args.model} trains on its own generated data")
     if args.position is not None:
         raise ValueError(f"--position: {args.model} has its own positions (vit: row + column; tabular: none), "
                          f"got {args.position!r}")
@@ -140,6 +137,14 @@ def _build_classifier(args, batch, cfg):
     model, task, meta = make(batch_size=batch, seed=args.seed, n_layer=args.n_layer or 2, n_head=args.n_head,
                              d_model=args.d_model or 64, p_drop=args.p_drop)
     return model, task, cfg, meta
+
+
+def _refuse_text_flags(args, why: str) -> None:
+    """A family that trains on generated data refuses the text's flags rather than ignore them."""
+    for name, default in TEXT_FLAGS.items():
+        if getattr(args, name) != default:
+            flag = "--" + name.replace("_", "-")
+            raise ValueError(f"{flag}: {why}, not on text, and takes no {flag}, got {getattr(args, name)!r}")
 
 
 def _tokenize(args):
