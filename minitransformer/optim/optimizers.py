@@ -96,9 +96,11 @@ class Optimizer:
         self.apply_update()
 
     def _check_finite_gradients(self) -> None:
-        """max and min carry a NaN or an inf through, and allocate nothing (isfinite would)."""
+        """max and min carry a NaN or an inf through, and allocate nothing (isfinite would; so does
+        NumPy 1.x's reduction over a 2-D array, hence the flat view)."""
         for name, _, g in self.params:
-            if g.size and not (math.isfinite(float(g.max())) and math.isfinite(float(g.min()))):
+            flat = g.reshape(-1)                                       # (n,) a view of the contiguous gradient
+            if flat.size and not (math.isfinite(float(flat.max())) and math.isfinite(float(flat.min()))):
                 raise ValueError(f"step: the gradient of {name!r} holds inf or NaN; no parameter was "
                                  f"updated (clip_grad_norm returns the norm: stop when it is not finite)")
 

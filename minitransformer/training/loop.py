@@ -231,7 +231,8 @@ def train_step(model, task, batch, optimizer, lr: float, cfg: TrainConfig, devic
             guard.active = False
     model.zero_grad()
     # One scalar for all parameters (sums added on the device): one host sync per step, not one per array.
-    if not math.isfinite(float(sum(p.sum() for p in optimizer.param_arrays()))):
+    sums = [p.sum() for p in optimizer.param_arrays()]    # 0-d each; sum() from sums[0], not from the int 0,
+    if not math.isfinite(float(sum(sums[1:], sums[0]))):  # which NumPy 1.x would promote to float64
         bad = [name for name, p, _ in optimizer.params if not math.isfinite(float(p.sum()))] or ["their sum"]
         raise TrainingDiverged(f"the update {at} (lr {lr:.3g}) made the weights non-finite "
                                f"({', '.join(bad[:3])}{' ...' if len(bad) > 3 else ''}): the weights in "
