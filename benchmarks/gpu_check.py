@@ -278,7 +278,7 @@ def phase_ms(twin: Twin, batches) -> dict:
         marks = [time.perf_counter()]
         _, cache = task_loss(model, twin.task, batch, cfg.smoothing, device)
         for name, call in (("forward", lambda: None), ("backward", lambda: task_loss_backward(model, 1.0, cache)),
-                           ("clip", lambda: clip_grad_norm(opt.grad_arrays(), cfg.grad_clip)),
+                           ("clip", lambda: clip_grad_norm(opt.params, cfg.grad_clip)),
                            ("update", lambda: (opt.step(cfg.lr), model.zero_grad()))):
             call()
             synchronize(device)

@@ -6,7 +6,8 @@
 For every config, ``benchmarks/train_step.py`` runs in a fresh process once with the
 caches stored (the default) and once with ``--recompute`` (every block keeps only its
 input and redoes its forward in backward: ``minitransformer.layers.set_recompute``),
-alternating over ``--rounds``. One JSON line per config and setting: ``ms_median`` and
+alternating over ``--rounds`` (each process announced on stderr as it starts, since
+one takes minutes). One JSON line per config and setting: ``ms_median`` and
 ``ms_min`` (over all rounds' steps), ``peak_rss_delta_mb`` (the largest over the rounds:
 the step's working memory as the operating system counts it), ``tracemalloc_peak_mb``
 (what NumPy allocates during one step) and the machine. The memory figures do not
@@ -34,6 +35,8 @@ def measure(name: str, steps: int, rounds: int, env) -> list[dict]:
     for r in range(rounds):
         order = SETTINGS if r % 2 == 0 else SETTINGS[::-1]
         for setting, flags in order:
+            print(f"recompute.py: config {name}, {setting}, round {r + 1} of {rounds} "
+                  f"({steps} timed steps in a fresh process)...", file=sys.stderr, flush=True)
             cmd = [sys.executable, script, "--one", name, "--steps", str(steps), "--warmup", "2"] + flags
             done = subprocess.run(cmd, env=env, capture_output=True, text=True)
             if done.returncode:

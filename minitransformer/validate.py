@@ -151,8 +151,10 @@ def check_generator(name: str, rng) -> None:
 
 def check_dtype_like(name: str, x, ref, ref_name: str) -> None:
     """Raise TypeError unless ``x`` has the dtype of ``ref`` (mixing would promote silently)."""
-    if x.dtype != ref.dtype:
-        raise TypeError(f"{name}: expected dtype {ref.dtype} (the dtype of {ref_name}), got {x.dtype}")
+    dtype = getattr(x, "dtype", None)
+    if dtype is None or dtype != ref.dtype:
+        given = dtype if dtype is not None else f"{type(x).__name__} (not an array)"
+        raise TypeError(f"{name}: expected dtype {ref.dtype} (the dtype of {ref_name}), got {given}")
 
 
 def check_class_targets(name: str, targets, num_classes: int, ignore_index: int) -> None:
@@ -379,3 +381,17 @@ def check_random_source(name: str, rng) -> None:
     if not callable(getattr(rng, "random", None)) or isinstance(rng, type):
         raise TypeError(f"{name}: expected a random Generator (numpy.random.default_rng(seed)), "
                         f"got {type(rng).__name__} {rng!r:.40}")
+
+
+def check_mask(name: str, mask, shape) -> None:
+    """A padding mask of ``shape``: booleans, or the integers 0/1 tokenizers give (True/1 = real
+    token). TypeError for another dtype (a float mask of 0.5 is neither), ValueError for another
+    shape or an integer other than 0 and 1."""
+    check_same_shape(name, mask, shape)
+    kind = getattr(getattr(mask, "dtype", None), "kind", None)
+    if kind not in ("b", "i", "u"):
+        raise TypeError(f"{name}: expected a boolean mask (or integers 0/1), True/1 = real token, "
+                        f"got {getattr(mask, 'dtype', type(mask).__name__)}")
+    if kind != "b" and bool(((mask != 0) & (mask != 1)).any()):
+        raise ValueError(f"{name}: expected 0/1 (or True/False), got values in "
+                         f"[{int(mask.min())}, {int(mask.max())}]")

@@ -86,10 +86,10 @@ BAD_X = [np.ones((2, 4), np.int64), np.ones((2, 4), bool), np.ones((2, 4), np.co
 
 
 @pytest.mark.parametrize("x", BAD_X, ids=lambda x: str(x.dtype))
-@pytest.mark.parametrize("make", [lambda: Linear(4, 3, rng=0), lambda: LMHead(4, 5, rng=0),
-                                  lambda: FeedForward(4, 8, rng=0)], ids=["Linear", "LMHead", "FeedForward"])
-def test_layers_refuse_non_floating_or_mismatched_input_naming_x(make, x):
-    with pytest.raises(TypeError, match=r"^x: expected"):
+@pytest.mark.parametrize("make, name", [(lambda: Linear(4, 3, rng=0), "x"), (lambda: LMHead(4, 5, rng=0), "h"),
+                                        (lambda: FeedForward(4, 8, rng=0), "x")], ids=["Linear", "LMHead", "FeedForward"])
+def test_layers_refuse_non_floating_or_mismatched_input_naming_their_input(make, name, x):
+    with pytest.raises(TypeError, match=rf"^{name}: expected"):
         make().forward(x)
 
 

@@ -414,7 +414,7 @@ def _cli_base(command):
     """Arguments that make ``command`` run quickly when the fuzzed flag is valid."""
     if command == "train":
         return ["train", "--steps", "1", "--n-layer", "1", "--d-model", "8", "--n-head", "2", "--block-size", "8",
-                "--batch-size", "2", "--eval-interval", "1", "--out", os.path.join(_tmp(), "cli_run")]
+                "--batch-size", "2", "--eval-interval", "1", "--out", os.path.join(_tmp(), "cli_run"), "--overwrite"]
     if command == "generate":
         return ["generate", "--checkpoint", _cli_checkpoint(), "--prompt", "ab", "--max-new-tokens", "2"]
     if command == "homework":

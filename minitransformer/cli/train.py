@@ -60,6 +60,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=_integer(0), default=0, help="seed of the weights and the batches (default: 0)")
     p.add_argument("--out", default=None, help="output folder for checkpoint and loss curve (default: runs/MODEL)")
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out, bit for bit")
+    p.add_argument("--overwrite", action="store_true",
+                   help="start afresh in an --out that holds a checkpoint, replacing it (without it, "
+                        "train refuses such a folder: a trained model is never lost by accident)")
     p.add_argument("--checkpoint-every", type=_integer(0), default=0,
                    help="save the checkpoint every N steps (default 0: at the end and on Ctrl-C only)")
     p.add_argument("--allow-config-change", action="store_true",
@@ -92,6 +95,7 @@ def build(args):
         task_name = args.task or "reverse"
         if task_name not in ("copy", "reverse", "sort"):
             raise ValueError(f"--task: seq2seq trains on copy, reverse or sort, got {task_name!r}")
+        _refuse_text_flags(args, f"seq2seq trains on the generated {task_name} task")
         config = Seq2SeqConfig(vocab_size=SEQ_VOCAB, block_size=SEQ_LENGTHS[1] + 2, n_layer=args.n_layer or 2,
                                n_head=args.n_head, d_model=args.d_model or 128, p_drop=args.p_drop,
                                position=args.position or "sinusoidal")
@@ -128,11 +132,7 @@ def _build_classifier(args, batch, cfg):
     if args.task is not None:
         raise ValueError(f"--task: {args.model} trains on its own generated data and takes no --task, "
                          f"got {args.task!r}")
-    for name, default in TEXT_FLAGS.items():
-        if getattr(args, name) != default:
-            flag = "--" + name.replace("_", "-")
-            raise ValueError(f"{flag}: {args.model} trains on its own generated data, not on text, and takes "
-                             f"no {flag}, got {getattr(args, name)!r}")
+    _refuse_text_flags(args, f"{args.model} trains on its own generated data")
     if args.position is not None:
         raise ValueError(f"--position: {args.model} has its own positions (vit: row + column; tabular: none), "
                          f"got {args.position!r}")
@@ -142,11 +142,22 @@ def _build_classifier(args, batch, cfg):
     return model, task, cfg, meta
 
 
+def _refuse_text_flags(args, why: str) -> None:
+    """A family that trains on generated data refuses the text's flags rather than ignore them."""
+    for name, default in TEXT_FLAGS.items():
+        if getattr(args, name) != default:
+            flag = "--" + name.replace("_", "-")
+            raise ValueError(f"{flag}: {why}, not on text, and takes no {flag}, got {getattr(args, name)!r}")
+
+
 def _tokenize(args):
     try:
         text = load_text(args.data)
     except (ValueError, OSError) as e:            # name the flag: "--data: path: ..."
         raise type(e)(f"--data: {e}") from None
+    if args.tokenizer != "bpe" and args.vocab_size != TEXT_FLAGS["vocab_size"]:
+        raise ValueError(f"--vocab-size: sets the size of a BPE vocabulary and needs --tokenizer bpe "
+                         f"(the char tokenizer's vocabulary is the text's characters), got {args.vocab_size}")
     if args.tokenizer == "bpe":
         from ..tokenizers import ByteBPETokenizer
         tokenizer = ByteBPETokenizer.train(text, args.vocab_size)
@@ -169,11 +180,13 @@ def run_train(args) -> int:
     try:
         if plain and getattr(args, "data_parallel", None) not in (None, 1):
             raise ValueError(f"--data-parallel: the speed wing's, not with --plain, got {args.data_parallel}")
+        _check_run_folder(args)
         model, task, cfg, meta = build(args)
         out = args.out or os.path.join("runs", meta["family"])
         ckpt = os.path.join(out, "checkpoint.npz")
-        if args.resume and not os.path.isfile(ckpt):
-            raise ValueError(f"--resume: no checkpoint at {ckpt}")
+        if args.resume:
+            from ..training.checkpoint import load_checkpoint
+            load_checkpoint(ckpt)            # truncated or corrupted: one line naming the file, before any work
         prompt = _preflight(task, meta, out)
         if args.device != "cpu":
             try:
@@ -181,7 +194,7 @@ def run_train(args) -> int:
             except ValueError as e:
                 raise ValueError(f"--device {args.device}: {e}") from None
     except (ValueError, TypeError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {_as_flags(str(e))}", file=sys.stderr)
         return 2
     if args.device != "cpu":
         model.to(args.device)
@@ -206,6 +219,19 @@ def run_train(args) -> int:
         print(f"\ninterrupted during the final evaluation; all {cfg.steps} steps are saved in {ckpt}",
               file=sys.stderr)
         return 130
+    except OSError as e:                # disk full, folder made read-only: save_checkpoint's one line
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    try:
+        _write_results(model, task, meta, args, prompt, result, out)
+    except OSError as e:
+        print(f"error: {out}: cannot write the run's results ({e.strerror or e}); "
+              f"the checkpoint {ckpt} is saved", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _write_results(model, task, meta, args, prompt, result, out) -> None:
     print(f"trained in {result.seconds:.1f} s | final loss: train {result.final_train_loss:.4f} | "
           f"val {result.final_val_loss:.4f} ({result.final_eval_batches} batches each, "
           f"evaluated in {result.eval_seconds:.1f} s)")
@@ -217,7 +243,30 @@ def run_train(args) -> int:
                    "val_loss": result.final_val_loss, "evals": result.evals, **extra}, f)
     _plot_losses(result, os.path.join(out, "loss.png"))
     _report(model, task, meta, args, prompt)
-    return 0
+
+
+FLAGS = {name: "--" + name.replace("_", "-") for name in
+         ("d_model", "n_head", "n_layer", "block_size", "p_drop", "position", "vocab_size")}
+
+
+def _as_flags(message: str) -> str:
+    """A config's message names its argument (``d_model: ...``); the command line's names the flag."""
+    name, colon, rest = message.partition(":")
+    return FLAGS[name] + colon + rest if colon and name in FLAGS else message
+
+
+def _check_run_folder(args) -> None:
+    """Refuse, before any work, a folder that holds a checkpoint unless --resume or --overwrite says
+    what to do with it; and --resume without a checkpoint to continue."""
+    out = args.out or os.path.join("runs", args.model)
+    ckpt = os.path.join(out, "checkpoint.npz")
+    if args.resume and getattr(args, "overwrite", False):
+        raise ValueError("--overwrite: cannot be combined with --resume (continue the checkpoint, or replace it)")
+    if args.resume and not os.path.isfile(ckpt):
+        raise ValueError(f"--resume: no checkpoint at {ckpt}")
+    if not args.resume and not getattr(args, "overwrite", False) and os.path.exists(ckpt):
+        raise ValueError(f"--out: {out} already holds a checkpoint ({ckpt}); continue it with --resume, "
+                         f"replace it with --overwrite, or choose another --out")
 
 
 def _preflight(task, meta, out) -> str | None:

@@ -220,6 +220,8 @@ def _picklable(exc: BaseException) -> BaseException:
     try:
         if hasattr(exc, "add_note"):                       # Python 3.11 on
             exc.add_note(where)
+        else:                                              # 3.10: the same attribute, set by hand
+            exc.__notes__ = [*getattr(exc, "__notes__", []), where]
         pickle.loads(pickle.dumps(exc))
         return exc
     except Exception:

@@ -84,8 +84,8 @@ def cross_entropy_forward(logits, targets, ignore_index: int = -100, smoothing: 
     else:
         loss_n = nll                                           # (N,) ε = 0: skip the mean (a -inf log p would give 0·inf)
     kept_loss = xp.where(keep, loss_n, 0)                      # (N,) where, not *: an ignored row may be inf
-    total = kept_loss.sum()                                    # ()
-    loss = xp.asarray(total / max(n_kept, 1), dtype=logits.dtype)  # () 0 / 1 when all are ignored
+    total = kept_loss.sum(keepdims=True)                       # (1,) an array: NumPy 1.x makes a float32 scalar / int float64
+    loss = (total / max(n_kept, 1)).reshape(())                # () 0 / 1 when all are ignored
     return loss, CrossEntropyCache(logp, y, keep, n_kept, smoothing, tuple(logits.shape))
 
 

@@ -33,20 +33,21 @@ ONE_HOT_MAX_V = 128   # up to this vocabulary size, dW comes from a one-hot matr
 class EmbeddingCache(NamedTuple):
     ids: object        # (...) the token ids, to route dout's rows back to rows of W
     vocab_size: int    # V, the rows of dW (W itself is not needed for the gradient)
+    width: int         # C, the columns of W: dout's last axis
 
 
 def embedding_forward(ids, W):
     """out = W[ids]: row ids_n of the table for every position n.
 
     Inputs: ids (...) integer array, 0 <= id < V; W (V, C) floating point.
-    Returns: out (..., C) of W's dtype, EmbeddingCache(ids, V).
+    Returns: out (..., C) of W's dtype, EmbeddingCache(ids, V, C).
     """
     xp = get_xp(W, ids)
     check_ndim("W", W, 2, "(V, C)")
     check_float("W", W)
     check_integer_ids("ids", ids, W.shape[0])
     out = xp.take(W, ids, axis=0)                              # (..., C)
-    return out, EmbeddingCache(ids, W.shape[0])
+    return out, EmbeddingCache(ids, W.shape[0], W.shape[1])
 
 
 def embedding_backward(dout, cache: EmbeddingCache):
@@ -54,11 +55,11 @@ def embedding_backward(dout, cache: EmbeddingCache):
 
     Inputs: dout (..., C), the cache. Returns: dW (V, C) of dout's dtype (ids have no gradient).
     """
-    ids, V = cache
+    ids, V, width = cache
     check_float("dout", dout)
-    if dout.ndim != ids.ndim + 1 or tuple(dout.shape[:-1]) != tuple(ids.shape):
-        raise ValueError(f"dout: expected shape {tuple(ids.shape)} + (C,) (the forward output's), "
-                         f"got {tuple(dout.shape)}")
+    if tuple(dout.shape) != tuple(ids.shape) + (width,):
+        raise ValueError(f"dout: expected shape {tuple(ids.shape) + (width,)} (the forward output's: "
+                         f"ids' shape + (C,)), got {tuple(dout.shape)}")
     C = dout.shape[-1]
     ids_flat = ids.reshape(-1)                                 # (N,)
     dout2 = dout.reshape(-1, C)                                # (N, C)   reverses: out = W[ids] (rows by id, summed)

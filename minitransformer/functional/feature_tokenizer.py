@@ -62,6 +62,7 @@ def _check_inputs(x_num, x_cat, W_num, b_num, E, cardinalities):
     if tuple(b_num.shape) != tuple(W_num.shape):
         raise ValueError(f"b_num: expected shape {tuple(W_num.shape)} (the shape of W_num), "
                          f"got {tuple(b_num.shape)}")
+    check_dtype_like("b_num", b_num, x_num, "x_num")
     check_ndim("x_cat", x_cat, 2, "(B, n_cat)")
     check_dim("x_cat", x_cat, 0, x_num.shape[0], "B, the rows of x_num")
     check_dim("x_cat", x_cat, 1, len(cardinalities), "n_cat, one column per entry of cardinalities")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..validate import check_dim, check_min_ndim, check_ndim, check_upstream
+from ..validate import check_dim, check_dtype_like, check_float, check_min_ndim, check_ndim, check_upstream
 
 
 class LinearCache(NamedTuple):
@@ -30,11 +30,14 @@ def linear_forward(x, W, b=None):
     Returns: y (..., d_out), LinearCache.
     """
     check_min_ndim("x", x, 1)
+    check_float("x", x)
     check_ndim("W", W, 2, "(d_in, d_out)")
     check_dim("x", x, -1, W.shape[0], "d_in, the rows of W")
+    check_dtype_like("W", W, x, "x")             # mixing would promote: float16 stays float16 or is refused
     if b is not None:
         check_ndim("b", b, 1, "(d_out,)")
         check_dim("b", b, 0, W.shape[1], "d_out, the columns of W")
+        check_dtype_like("b", b, x, "x")
     x_rows = x.reshape(-1, x.shape[-1])         # (N, d_in) a view of contiguous x
     h = x_rows @ W                              # (N, d_out) x W ...
     if b is not None:

@@ -67,7 +67,7 @@ def _check_norm_inputs(x, gamma, beta, eps) -> float:
         check_ndim(name, v, 1, "(C,)")
         check_dim(name, v, 0, x.shape[-1], "C, the last axis of x")
         check_dtype_like(name, v, x, "x")
-    return check_number("eps", eps, low=0.0, low_open=True)
+    return check_number("eps", eps, low=0.0, low_open=True, finite=True)
 
 
 def _sum_rows(a):

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..validate import check_dim, check_float, check_int, check_items, check_ndim
+from ..validate import check_dim, check_dtype_like, check_float, check_int, check_items, check_ndim
 from .linear import LinearCache, linear_backward, linear_forward
 
 
@@ -88,6 +88,9 @@ def patch_embed_forward(images, W, b, patch_size: int):
     p = check_int("patch_size", patch_size, low=1)
     check_ndim("W", W, 2, "(p·p·C_in, C)")
     check_dim("W", W, 0, p * p * images.shape[3], f"p·p·C_in with patch_size={p}, the numbers of one patch")
+    check_dtype_like("W", W, images, "images")
+    if b is not None:
+        check_dtype_like("b", b, images, "images")
     X = patchify(images, p)                                       # (B, N, P)
     Z, linear_cache = linear_forward(X, W, b)                     # (B, N, C)
     return Z, PatchEmbedCache(linear_cache, tuple(images.shape[1:]), p)

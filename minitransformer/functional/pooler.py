@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..backend import get_xp
-from ..validate import check_float, check_ndim, check_upstream
+from ..validate import check_dtype_like, check_float, check_ndim, check_upstream
 from .linear import LinearCache, linear_backward, linear_forward
 
 
@@ -35,6 +35,11 @@ def pooler_forward(h, W, b):
     xp = get_xp(h, W)
     check_ndim("h", h, 3, "(B, S, C)")
     check_float("h", h)
+    if h.shape[1] == 0:
+        raise ValueError(f"h: expected at least one position (the [CLS] token at 0), got shape {tuple(h.shape)}")
+    check_dtype_like("W", W, h, "h")
+    if b is not None:
+        check_dtype_like("b", b, h, "h")
     h0 = h[:, 0]                                                  # (B, C) the [CLS] position
     z, linear_cache = linear_forward(h0, W, b)                    # (B, C)
     pooled = xp.tanh(z)                                           # (B, C)

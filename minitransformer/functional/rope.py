@@ -44,6 +44,7 @@ class RopeCache(NamedTuple):
     cos: object      # (T, D/2) cos(mθ_j)
     sin: object      # (T, D/2) sin(mθ_j)
     layout: str
+    x_shape: tuple   # (B, H, T, D) the input's shape, which dy's must match
 
 
 def rope_forward(x, offset: int = 0, base: float = 10000.0, layout: str = "interleaved",
@@ -62,7 +63,7 @@ def rope_forward(x, offset: int = 0, base: float = 10000.0, layout: str = "inter
         raise ValueError("x: RoPE rotates pairs, so the head dim D must be even, "
                          f"got shape {tuple(x.shape)}")
     offset = check_int("offset", offset, low=0)
-    base = check_number("base", base, low=0.0, low_open=True)
+    base = check_number("base", base, low=0.0, low_open=True, finite=True)
     check_choice("layout", layout, LAYOUTS)
     scale = check_number("scale", scale, low=0.0, low_open=True, finite=True)
     xp = get_xp(x)
@@ -75,16 +76,23 @@ def rope_forward(x, offset: int = 0, base: float = 10000.0, layout: str = "inter
     y_a -= xp.multiply(x_b, sin, out=tmp)
     xp.multiply(x_a, sin, out=y_b)                         # y_b = x_a sin + x_b cos
     y_b += xp.multiply(x_b, cos, out=tmp)
-    return y, RopeCache(cos, sin, layout)
+    return y, RopeCache(cos, sin, layout, tuple(x.shape))
 
 
 def rope_backward(dy, cache: RopeCache):
-    """dx = the rotation of dy by -mθ_j. Inputs: dy (B, H, T, D), the cache. Returns: dx (B, H, T, D)."""
-    cos, sin, layout = cache
+    """dx = the rotation of dy by -mθ_j.
+
+    Inputs: dy (B, H', T, D), the cache: the forward output's gradient, or that of its first
+            or last H' <= H heads (attention rotates q and k in one call and reverses them apart).
+    Returns: dx (B, H', T, D).
+    """
+    cos, sin, layout, x_shape = cache
     check_float("dy", dy)
-    if dy.ndim < 2 or tuple(dy.shape[-2:]) != (cos.shape[0], 2 * cos.shape[1]):
-        raise ValueError(f"dy: expected shape (..., T, D) = (..., {cos.shape[0]}, {2 * cos.shape[1]}) "
-                         f"(the forward output's), got {tuple(getattr(dy, 'shape', ()))}")
+    B, H, T, D = x_shape
+    shape = tuple(dy.shape)
+    if len(shape) != 4 or (shape[0], shape[2], shape[3]) != (B, T, D) or not (0 < shape[1] <= H or shape == x_shape):
+        raise ValueError(f"dy: expected shape ({B}, H', {T}, {D}) with 0 < H' <= {H} (the forward output's "
+                         f"{tuple(x_shape)}, or some of its heads), got {shape}")
     check_dtype_like("dy", dy, cos, "the forward output")     # no silent promotion
     xp = get_xp(dy)
     dx = xp.empty(dy.shape, dtype=dy.dtype)                # (B, H, T, D)

@@ -86,6 +86,7 @@ def relative_index(T: int, S: int, clip: int, *, xp=numpy):
         0 0 0 1 2
     """
     clip = check_int("clip", clip, low=0)
+    S = check_int("S", S, low=0)                           # required here: None is not "S = T"
     i, j = query_key_positions(T, S, xp=xp)                # (T, 1), (1, S)
     distance = j - i                                       # (T, S) j - p_i
     return distance.clip(-clip, clip) + clip               # (T, S) in [0, 2k]

@@ -49,7 +49,11 @@ def check_softmax_inputs(x, axis) -> int:
     """x a floating point array of at least 1 dimension, axis an integer axis of x; returns axis."""
     check_float("x", x)
     check_min_ndim("x", x, 1)
-    return check_int("axis", axis, low=-x.ndim, high=x.ndim - 1)
+    axis = check_int("axis", axis, low=-x.ndim, high=x.ndim - 1)
+    if x.shape[axis] == 0:
+        raise ValueError(f"x: expected at least one entry on axis {axis} (a softmax over none has no "
+                         f"value), got shape {tuple(x.shape)}")
+    return axis
 
 
 def _safe_max(x, axis):

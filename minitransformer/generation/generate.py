@@ -296,6 +296,9 @@ def outside_nucleus(p, top_p):
 
     Inputs: p (B, V) probabilities; top_p in (0, 1]. Returns: (B, V) bool.
     """
+    check_ndim("p", p, 2, "(B, V)")
+    check_float("p", p)
+    check_number("top_p", top_p, low=0.0, high=1.0, low_open=True)   # 0 would keep no token at all
     order = np.argsort(-p, axis=-1, kind="stable")           # (B, V) most probable first, ties by id
     p_sorted = np.take_along_axis(p, order, axis=-1)           # (B, V)
     total = np.cumsum(p_sorted, axis=-1)                       # (B, V)

@@ -16,7 +16,7 @@ import numpy as np
 from ..backend import to_device, to_numpy
 from ..functional.softmax import log_softmax_forward
 from ..models import GPT
-from ..validate import check_integer_ids, check_ndim
+from ..validate import check_int, check_integer_ids, check_ndim
 from .generate import _device, _inference
 from .sink_cache import rolling_cache
 
@@ -32,6 +32,8 @@ def streaming_nll(model, ids, window: int, n_sink: int = 4):
         raise TypeError(f"model: expected a GPT, got {type(model).__name__}")
     check_ndim("ids", ids, 2, "(B, N)")
     check_integer_ids("ids", ids, model.config.vocab_size)
+    check_int("window", window, low=1)
+    check_int("n_sink", n_sink, low=0)                    # None is not 0: 0 sinks is written 0
     ids = np.asarray(to_numpy(ids), dtype=np.int64)
     if ids.shape[1] < 2:
         raise ValueError(f"ids: expected at least 2 tokens per row (one to predict), got shape {ids.shape}")

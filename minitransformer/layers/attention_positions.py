@@ -145,8 +145,11 @@ def make_positions(n_head: int, head_dim: int, *, causal: bool, cross: bool, rop
                    relative_buckets: int, relative_max_distance: int) -> NoPositions:
     """The hook for MultiHeadAttention's position options, checked (messages name the option)."""
     check_choice("rope_layout", rope_layout, LAYOUTS)
-    rope_base = check_number("rope_base", rope_base, low=0.0, low_open=True)
+    rope_base = check_number("rope_base", rope_base, low=0.0, low_open=True, finite=True)
     rope_scale = check_number("rope_scale", rope_scale, low=0.0, low_open=True, finite=True)
+    if rope_scale != 1.0 and not rope:
+        raise ValueError(f"rope_scale: position interpolation scales RoPE's angles; expected rope=True "
+                         f"with rope_scale={rope_scale}, got rope=False")
     check_choice("relative", relative, RELATIVE)
     if relative is not None and (cross or rope or alibi):
         raise ValueError("relative: relative positions replace RoPE and ALiBi and need a shared time "

@@ -31,6 +31,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..backend import default_rng
+from ..validate import check_number
 from .attention import MultiHeadAttention
 from .dropout import Dropout
 from .ffn import FeedForward
@@ -68,6 +69,12 @@ class BlockSpec:
     global_positions: tuple = ()        # global tokens on top of the sliding window (needs window)
     attn_p_drop: float = 0.0            # attention dropout on the probabilities P
     rope_scale: float = 1.0             # RoPE position interpolation: position m rotated as m / rope_scale
+
+    def __post_init__(self):
+        # The rest is checked by the Modules a block builds; these a Module would take as "its default".
+        check_number("eps", self.eps, low=0.0, low_open=True, finite=True)
+        check_number("init_std", self.init_std, low=0.0, finite=True)
+        check_number("out_std", self.out_std, low=0.0, finite=True)
 
 
 def _residual(spec: BlockSpec, sublayer, dropout_rng, dtype) -> Residual:

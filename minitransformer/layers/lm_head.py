@@ -11,7 +11,7 @@ import numpy as np
 from .. import init
 from ..backend import default_rng
 from ..functional.linear import linear_backward, linear_forward
-from ..validate import check_size, check_int, check_number
+from ..validate import check_dim, check_size, check_int, check_number
 from .linear import check_flag, check_input
 from .module import Module
 
@@ -30,8 +30,9 @@ class LMHead(Module):
             self.add_param("b", init.zeros(vocab_size, dtype))
 
     def forward(self, h):
-        """h (..., C) floating, the dtype of W (TypeError naming ``x`` otherwise) -> logits (..., V)."""
-        check_input("x", h, self.W)
+        """h (..., C) floating, the dtype of W (TypeError/ValueError naming ``h`` otherwise) -> logits (..., V)."""
+        check_input("h", h, self.W)
+        check_dim("h", h, -1, self.W.shape[1], "C, the columns of W")
         logits, cache = linear_forward(h, self.W.T, self.params.get("b"))   # (B, T, V)
         self._save(cache, logits)
         return logits

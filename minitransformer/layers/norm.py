@@ -23,7 +23,7 @@ class LayerNorm(Module):
     def __init__(self, d_model: int, eps: float = 1e-5, dtype=np.float32):
         super().__init__()
         d_model = check_int("d_model", d_model, low=1)
-        self.eps = check_number("eps", eps, low=0.0, low_open=True)
+        self.eps = check_number("eps", eps, low=0.0, low_open=True, finite=True)
         self.add_param("gamma", init.ones(d_model, dtype))
         self.add_param("beta", init.zeros(d_model, dtype))
 
@@ -47,7 +47,7 @@ class RMSNorm(Module):
     def __init__(self, d_model: int, eps: float = 1e-6, dtype=np.float32):
         super().__init__()
         d_model = check_int("d_model", d_model, low=1)
-        self.eps = check_number("eps", eps, low=0.0, low_open=True)
+        self.eps = check_number("eps", eps, low=0.0, low_open=True, finite=True)
         self.add_param("gamma", init.ones(d_model, dtype))
 
     def forward(self, x):

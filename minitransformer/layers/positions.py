@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import init
 from ..backend import default_rng
-from ..validate import check_int, check_upstream
+from ..validate import check_int, check_number, check_upstream
 from .module import Module
 
 
@@ -32,6 +32,7 @@ class LearnedPositionEmbedding(Module):
         super().__init__()
         self.max_len = check_int("max_len", max_len, low=1)
         d_model = check_int("d_model", d_model, low=1)
+        init_std = check_number("init_std", init_std, low=0.0, finite=True)
         self.add_param("W", init.normal(default_rng(rng), (self.max_len, d_model), init_std, dtype))
 
     def forward(self, T: int, offset: int = 0):

@@ -182,8 +182,9 @@ class EncoderConfig(TransformerConfig):
             raise ValueError("dilation, global_positions: the sparse patterns are causal; an encoder's "
                              f"window is bidirectional; expected neither, got dilation={self.dilation}, "
                              f"global_positions={self.global_positions}")
-        for name in ("type_vocab_size", "n_classes", "pad_id"):
+        for name in ("type_vocab_size", "n_classes"):
             check_int(name, getattr(self, name), low=0)
+        check_int("pad_id", self.pad_id, low=0, high=self.vocab_size - 1)      # an id of the vocabulary
         for name in ("embedding_norm", "mlm_head", "pooler", "share_layers", "rtd_head"):
             check_bool_field(name, getattr(self, name))
         if self.embed_dim is not None:
@@ -206,7 +207,7 @@ class Seq2SeqConfig(TransformerConfig):
         super().__post_init__()
         if self.src_vocab_size is not None:
             check_int("src_vocab_size", self.src_vocab_size, low=1)
-        check_int("pad_id", self.pad_id, low=0)
+        check_int("pad_id", self.pad_id, low=0, high=min(self.vocab_size, self.src_vocab_size or self.vocab_size) - 1)
         for name in ("shared_embeddings", "scale_embeddings"):
             check_bool_field(name, getattr(self, name))
         if self.shared_embeddings and self.src_vocab_size not in (None, self.vocab_size):

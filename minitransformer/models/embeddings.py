@@ -18,7 +18,7 @@ from ..layers.embedding import Embedding
 from ..layers.module import Module
 from ..layers.norm import make_norm
 from ..layers.positions import LearnedPositionEmbedding
-from ..validate import check_integer_ids, check_ndim
+from ..validate import check_integer_ids, check_ndim, check_same_shape
 
 
 def check_nonempty(name: str, ids) -> None:
@@ -56,6 +56,8 @@ class InputEmbedding(Module):
         check_ndim("ids", ids, 2, "(B, T)")
         check_integer_ids("ids", ids, self.tok.W.shape[0])
         check_nonempty("ids", ids)
+        if token_type_ids is not None:
+            check_same_shape("token_type_ids", token_type_ids, ids.shape, "the shape of ids")
         T = ids.shape[1]
         if offset + T > self.max_len:
             raise ValueError(f"ids: expected at most block_size={self.max_len} positions, "

@@ -34,7 +34,7 @@ from ..layers.lm_head import LMHead
 from ..layers.module import Module, ModuleList
 from ..layers.norm import make_norm
 from ..layers.pooler import Pooler
-from ..validate import check_choice, check_same_shape
+from ..validate import check_choice, check_mask, check_ndim
 from .config import EncoderConfig, TransformerConfig
 from .embeddings import InputEmbedding
 from .sharing import share_parameters
@@ -137,9 +137,10 @@ class Encoder(Module):
         check_choice("head", head, (None, "mlm", "cls", "pool", "rtd"))
         if head is not None and f"{head}_head" not in self.children:
             raise ValueError(f"head: this encoder has no {head!r} head (see EncoderConfig)")
+        check_ndim("ids", ids, 2, "(B, S)")
         key_padding_mask = None
         if attention_mask is not None:
-            check_same_shape("attention_mask", attention_mask, ids.shape)
+            check_mask("attention_mask", attention_mask, ids.shape)
             key_padding_mask = attention_mask.astype(bool)
         x = self.embed.forward(ids, token_type_ids)                       # (B, S, C), or (B, S, E)
         if "embed_proj" in self.children:

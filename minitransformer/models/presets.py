@@ -211,6 +211,7 @@ def count_parameters(config) -> int:
     computed from the shapes alone: no array is allocated."""
     for config_class, counter in _COUNTERS:
         if isinstance(config, config_class):
+            config.__post_init__()          # checked again: a field set after construction is not
             return counter(config)
     raise TypeError(f"config: expected one of {[k.__name__ for k, _ in _COUNTERS]}, got {type(config).__name__}")
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..backend import default_rng
 from ..layers.module import Module
-from ..validate import check_ndim, check_same_shape
+from ..validate import check_integer_ids, check_mask, check_ndim
 from .config import Seq2SeqConfig
 from .decoder import DecoderStack
 from .embeddings import check_nonempty
@@ -49,7 +49,7 @@ class Seq2Seq(Module):
         """(B, S) bool, True = real source token: the given mask, or src != pad_id."""
         if src_mask is None:
             return src != self.config.pad_id
-        check_same_shape("src_mask", src_mask, src.shape)
+        check_mask("src_mask", src_mask, src.shape)
         return src_mask.astype(bool)
 
     def encode(self, src, src_mask=None):
@@ -64,6 +64,8 @@ class Seq2Seq(Module):
         check_ndim("tgt_in", tgt_in, 2, "(B, T)")
         check_nonempty("src", src)
         check_nonempty("tgt_in", tgt_in)
+        check_integer_ids("src", src, self.config.src_vocab_size or self.config.vocab_size)
+        check_integer_ids("tgt_in", tgt_in, self.config.vocab_size)
         if src.shape[0] != tgt_in.shape[0]:
             raise ValueError(f"tgt_in: expected {src.shape[0]} rows (the batch of src), "
                              f"got shape {tuple(tgt_in.shape)}")

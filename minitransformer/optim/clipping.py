@@ -19,7 +19,8 @@ def clip_grad_norm(grads_or_params, max_norm: float) -> float:
     each array on its own would not.
 
     Inputs: grads_or_params: gradient arrays, or (name, param, grad) triples
-            (``model.parameters()``, ``optimizer.params``); max_norm > 0.
+            (``model.parameters()``, ``optimizer.params``); max_norm > 0, or ``math.inf``:
+            no clipping, the norm measured only (as PyTorch's clip_grad_norm_ reads it).
     Returns: the global norm BEFORE clipping, a Python float: worth logging, its
              spikes show instabilities. When it is not finite (an inf or NaN in
              some gradient) nothing is scaled, since scaling would turn every

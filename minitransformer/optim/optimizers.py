@@ -63,17 +63,33 @@ class Optimizer:
         self.state = {b: {name: get_xp(p).zeros_like(p) for name, p, _ in self.params} for b in buffers}
         self._scratch = _scratch_views(self.params)
 
-    def step(self, lr: float | None = None) -> None:
+    def step(self, lr: float | None = None, *, check_finite: bool = True) -> None:
         """One update of every parameter from its gradient.
 
         ``lr``: this step's learning rate (a schedule's value); it becomes the stored
-        ``self.lr``. None: the stored one.
+        ``self.lr``. None: the stored one. A gradient holding inf or NaN is refused
+        (ValueError naming it) before any parameter changes: the update would make them NaN.
+        ``check_finite=False`` skips that pass, for a caller that knows the gradients are
+        finite (the training loop has just found their global norm finite).
         """
+        if check_finite:
+            self._check_finite_gradients()
         if lr is not None:
             self.lr = check_number("lr", lr, low=0.0, finite=True)
         self.t += 1
         for name, p, g in self.params:
             self._update(name, p, g, self.lr)
+
+    def _check_finite_gradients(self) -> None:
+        """One sum per gradient, added on its device and read once (NaN and inf propagate into a
+        sum); only when that is not finite, the gradients one by one, to name the culprit."""
+        sums = [g.sum() for _, _, g in self.params]                    # 0-d each
+        if math.isfinite(float(sum(sums[1:], sums[0]))):
+            return
+        for name, _, g in self.params:
+            if not bool(get_xp(g).isfinite(g).all()):
+                raise ValueError(f"step: the gradient of {name!r} holds inf or NaN; no parameter was "
+                                 f"updated (clip_grad_norm returns the norm: stop when it is not finite)")
 
     def _update(self, name: str, p, g, lr: float) -> None:
         raise NotImplementedError(f"{type(self).__name__}._update")

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend import get_xp, to_numpy
-from ..validate import check_int, check_ndim, check_same_shape
+from ..validate import check_float, check_int, check_mask, check_ndim
 
 NORMALIZE_EPS = 1e-12   # a zero vector stays zero instead of dividing by 0
 # The fixed cost of one forward pass, in token positions: a MiniLM forward costs a
@@ -46,7 +46,8 @@ def mean_pool(hidden, attention_mask):
     """
     xp = get_xp(hidden)
     check_ndim("hidden", hidden, 3, "(N, S, C)")
-    check_same_shape("attention_mask", attention_mask, hidden.shape[:2])
+    check_float("hidden", hidden)
+    check_mask("attention_mask", attention_mask, hidden.shape[:2])
     m = xp.asarray(attention_mask).astype(hidden.dtype)                   # (N, S)
     summed = (m[:, None, :] @ hidden)[:, 0]                               # (N, C): one batched product
     count = m.sum(axis=1, keepdims=True)                                  # (N, 1)

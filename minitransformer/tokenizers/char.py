@@ -23,6 +23,9 @@ class CharTokenizer:
     kind = "char"   # the "type" entry of to_dict, so a loader can tell tokenizers apart
 
     def __init__(self, chars):
+        if not isinstance(chars, (str, list, tuple)):     # a dict's ids or a set's order would be lost
+            raise TypeError(f"chars: expected a str, list or tuple of characters (id i = chars[i]), "
+                            f"got {type(chars).__name__} {chars!r:.60}")
         chars = list(chars)
         if not chars:
             raise ValueError("chars: expected at least one character, got none")

@@ -165,14 +165,25 @@ class WordPieceTokenizer:
 
     @classmethod
     def from_vocab_file(cls, path, lowercase: bool = True, max_length: int = 512) -> "WordPieceTokenizer":
-        """A vocabulary file with one token per line, line i holding the token of id i (BERT's vocab.txt)."""
+        """A vocabulary file with one token per line, line i holding the token of id i (BERT's vocab.txt).
+
+        Lines end in \\n or \\r\\n (a file saved on Windows reads the same); a lone \\r inside a line
+        is refused, since reading it as a line break would shift every later id by one.
+        """
         path = check_path("path", path)
         try:
-            with open(path, encoding="utf-8") as f:
-                vocab = [line.rstrip("\n") for line in f]
+            with open(path, encoding="utf-8", newline="") as f:      # no newline translation: \r seen as is
+                lines = f.read().split("\n")
+            if lines[-1] == "":
+                lines.pop()                                            # the last line's own \n
+            vocab = [line.removesuffix("\r") for line in lines]
         except UnicodeDecodeError as err:
             raise ValueError(f"{path}: expected a UTF-8 vocabulary file, one token a line ({err.reason} "
                              f"at byte {err.start})") from None
+        for i, token in enumerate(vocab):
+            if "\r" in token:
+                raise ValueError(f"{path}: line {i + 1} holds a carriage return inside {token!r}; expected "
+                                 f"one token a line, lines ending in \\n or \\r\\n")
         try:
             return cls(vocab, lowercase=lowercase, max_length=max_length)
         except (TypeError, ValueError) as err:

@@ -14,6 +14,7 @@ import json
 import os
 import tempfile
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -48,8 +49,18 @@ def save_checkpoint(path, model, *, optimizer_state: dict | None = None, meta: d
     arrays[META] = np.frombuffer(json.dumps(doc).encode("utf-8"), dtype=np.uint8)
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
+    try:
+        _write_atomically(path, directory, arrays)
+    except OSError as e:            # disk full, read-only folder: one line, the old file untouched
+        raise type(e)(f"checkpoint: cannot write {path} ({e.strerror or e}); "
+                      f"the previous checkpoint there, if any, is intact") from None
+
+
+def _write_atomically(path: str, directory: str, arrays: dict) -> None:
+    """Write under a temporary name beside ``path``, then rename it over ``path``."""
     fd, tmp = tempfile.mkstemp(prefix=".ckpt-", suffix=".npz.tmp", dir=directory)
     try:
+        os.chmod(tmp, 0o666 & ~_umask())        # mkstemp makes it 0600; a checkpoint is shared like any file
         with os.fdopen(fd, "wb") as f:
             np.savez(f, **arrays)
             f.flush()
@@ -61,23 +72,58 @@ def save_checkpoint(path, model, *, optimizer_state: dict | None = None, meta: d
         raise
 
 
+def _umask() -> int:
+    """The process's umask (reading it means setting it: it is set straight back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def load_checkpoint(path) -> tuple[dict, dict, dict]:
     """Returns (parameters, optimizer_state, meta); a clear ValueError for a bad file."""
     path = check_path("path", path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"checkpoint: no file at {path}")
     try:
-        with np.load(path, allow_pickle=False) as f:
-            files = {k: f[k] for k in f.files}
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
-        raise ValueError(f"checkpoint: {path} is not a readable .npz checkpoint ({e})") from None
+        files = _read_npz(path)
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError) as e:
+        raise ValueError(f"checkpoint: {path} is not a readable .npz checkpoint "
+                         f"(truncated or corrupted: {e})") from None
     if META not in files:
         raise ValueError(f"checkpoint: {path} has no {META} entry; not a minitransformer checkpoint")
-    meta = json.loads(files.pop(META).tobytes().decode("utf-8"))
+    try:
+        meta = json.loads(files.pop(META).tobytes().decode("utf-8"))
+    except (ValueError, RecursionError) as e:      # not UTF-8, not JSON
+        raise ValueError(f"checkpoint: {path}: {META} is not UTF-8 JSON ({e})") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("optimizer", {}), dict):
+        raise ValueError(f"checkpoint: {path}: {META} is not a JSON object with an 'optimizer' object")
     params = {k[len(PARAM):]: v for k, v in files.items() if k.startswith(PARAM)}
     optim = {k[len(OPTIM):]: v for k, v in files.items() if k.startswith(OPTIM)}
     optim.update(meta.pop("optimizer", {}))
     return params, optim, meta
+
+
+def _read_npz(path: str) -> dict:
+    """Every array of the .npz at ``path``; each .npy header is checked against the bytes stored
+    for it first, so a corrupted header claiming 10**12 entries is a ValueError, not a MemoryError."""
+    fmt = np.lib.format
+    arrays = {}
+    with zipfile.ZipFile(path) as z:
+        for info in z.infolist():
+            with z.open(info) as f:
+                version = fmt.read_magic(f)
+                if version not in ((1, 0), (2, 0)):
+                    raise ValueError(f"entry {info.filename!r}: .npy format version {version} is not one "
+                                     f"numpy.savez writes")
+                read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+                shape, _, dtype = read_header(f)
+                needed = int(np.prod(shape, dtype=object)) * dtype.itemsize
+                if needed > info.file_size:
+                    raise ValueError(f"entry {info.filename!r} claims shape {shape} of {dtype} "
+                                     f"({needed} bytes) in {info.file_size} bytes")
+            with z.open(info) as f:
+                arrays[info.filename.removesuffix(".npy")] = fmt.read_array(f, allow_pickle=False)
+    return arrays
 
 
 def generator_state(rng) -> dict:

@@ -46,7 +46,8 @@ def check_grad_norm(norm: float, loss: float, params, at: str) -> None:
 
 def check_weights(params, lr: float, at: str) -> None:
     """After the update. One scalar for all parameters (sums added on the device): one host sync."""
-    if math.isfinite(float(sum(p.sum() for _, p, _ in params))):
+    sums = [p.sum() for _, p, _ in params]                # 0-d each, on the parameters' device
+    if math.isfinite(float(sum(sums[1:], sums[0]))):      # from sums[0], not the int 0 (NumPy 1.x: float64)
         return
     bad = [name for name, p, _ in params if not math.isfinite(float(p.sum()))] or ["their sum"]
     raise TrainingDiverged(f"the update {at} (lr {lr:.3g}) made the weights non-finite ({_names(bad)}): "

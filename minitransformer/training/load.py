@@ -31,7 +31,21 @@ def load_model(path):
     if not isinstance(meta.get("config"), dict):
         raise ValueError(f"path: {path} has no 'config' entry; cannot rebuild the model")
     model_class, config_class = FAMILIES[family]
-    model = model_class(config_class.from_dict(meta["config"]), rng=0)
+    config = config_class.from_dict(meta["config"])
+    model = model_class(config, rng=0)
     model.load_state_dict(params)
     tokenizer = tokenizer_from_dict(meta["tokenizer"]) if isinstance(meta.get("tokenizer"), dict) else None
+    if tokenizer is not None:
+        _check_tokenizer_fits(path, family, tokenizer, config.vocab_size)
     return model.eval(), tokenizer
+
+
+def _check_tokenizer_fits(path, family: str, tokenizer, vocab_size: int) -> None:
+    """The tokenizer's vocabulary is the model's, as ``train`` writes them (the encoder's one more
+    id is [MASK]): a smaller tokenizer cannot decode the ids the model predicts, a larger one
+    encodes ids the model has no embedding for."""
+    expected = vocab_size - 1 if family == "encoder" else vocab_size
+    if tokenizer.vocab_size != expected:
+        raise ValueError(f"path: {path}: the tokenizer has {tokenizer.vocab_size} tokens, but the {family} "
+                         f"model's vocabulary (vocab_size {vocab_size}) needs {expected}: the file is not "
+                         f"a checkpoint as train writes it")

@@ -64,7 +64,7 @@ def train_step(model, task, batch, optimizer, lr: float, cfg: TrainConfig, devic
     if guard is not None:
         guard.active = True
     try:
-        optimizer.step(lr)
+        optimizer.step(lr, check_finite=False)        # the global norm above was finite
     finally:
         if guard is not None:
             guard.active = False
@@ -99,6 +99,8 @@ def train(model, task, cfg: TrainConfig, *, optimizer=None, checkpoint_path=None
     from there). ``parallel``: as in ``train_step``. Ctrl-C saves the last completed
     step and raises ``TrainingInterrupted``; a divergence raises ``TrainingDiverged``.
     """
+    if resume and checkpoint_path is None:
+        raise ValueError("checkpoint_path: resume=True needs the checkpoint to continue from, got None")
     optimizer = optimizer or make_optimizer(model, cfg)
     if cfg.recompute:
         set_recompute(model)
