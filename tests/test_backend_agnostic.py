@@ -28,6 +28,7 @@ from minitransformer.layers.positions import LearnedPositionEmbedding
 from minitransformer.models import GPT, Encoder, EncoderConfig, GPTConfig, Seq2Seq, Seq2SeqConfig
 from minitransformer.optim import AdamW, clip_grad_norm
 from minitransformer.training.loop import TrainConfig, train, train_step
+from minitransformer.training.tasks import LanguageModelTask
 from strict_array import STRICT, TRANSFERS, StrictArray, StrictError, from_strict, to_strict
 
 F32, F64 = np.float32, np.float64
@@ -324,19 +325,23 @@ def test_a_cupy_array_dispatches_to_cupy_even_without_the_array_api_protocol(mon
     assert backend.get_xp(np.zeros(2)) is np
 
 
-def test_the_train_command_keeps_the_numpy_kernels_off_a_gpu(monkeypatch):
-    """The speed wing's kernel twins are NumPy kernels (CuPy has no fmax.reduce, for one):
-    ``train --device cuda`` must run the plain forms there."""
+def test_the_speed_wing_keeps_its_numpy_kernels_off_a_gpu_and_fuses_adamw_there(monkeypatch):
+    """The wing's kernel twins are NumPy kernels (CuPy has no fmax.reduce, for one): fast.train
+    on a GPU runs the plain forms, with the fused AdamW; on the CPU the twins and plain AdamW."""
     from minitransformer import fast
-    from minitransformer.cli import train as train_command
-    seen = []
-    monkeypatch.setattr(fast, "enable", lambda: seen.append("enabled"))
-    monkeypatch.setattr(train_command, "build", lambda args: (_ for _ in ()).throw(RuntimeError("stop")))
+    from minitransformer.fast import trainer
+    from minitransformer.fast.cuda_adamw import FusedAdamW
+    seen = {}
+    monkeypatch.setattr(trainer, "plain_train", lambda model, task, cfg, *, optimizer, device, **kw:
+                        seen.setdefault(device, (fast.is_enabled(), type(optimizer))))
+    model = GPT(GPTConfig(**SMALL), rng=0)
+    task = LanguageModelTask(np.arange(400) % SMALL["vocab_size"], np.arange(100) % SMALL["vocab_size"],
+                             block_size=6, batch_size=2)
     for device in ("cuda", "cpu"):
-        args = train_command.argparse.Namespace(plain=False, device=device)
-        with pytest.raises(RuntimeError, match="stop"):
-            train_command.run_train(args)
-    assert seen == ["enabled"]                # once, for the CPU run
+        trainer.train(model, task, TrainConfig(steps=1), device=device, data_parallel=1, malloc=False,
+                      log=lambda *a: None)
+    assert seen["cuda"] == (False, FusedAdamW) and seen["cpu"][0] is True
+    assert seen["cpu"][1] is not FusedAdamW and not fast.is_enabled()          # off again after the run
 
 
 # ------------------------------------------------------------------- waits for the device

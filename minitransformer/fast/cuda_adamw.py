@@ -57,6 +57,14 @@ class FusedAdamW(AdamW):
         _adamw_kernel()(g, decay, beta1, 1.0 - beta1, beta2, 1.0 - beta2, self.eps * root_bias2, alpha,
                         p, self.state["m"][name], self.state["v"][name])
 
+    def state_dict(self) -> dict:
+        """AdamW's state, saved as AdamW's: a checkpoint resumes with either."""
+        return {**super().state_dict(), "type": "AdamW"}
+
+    def load_state_dict(self, state: dict) -> None:
+        kind = state.get("type") if isinstance(state, dict) else None
+        super().load_state_dict({**state, "type": type(self).__name__} if kind == "AdamW" else state)
+
 
 def fused_like(optimizer: AdamW) -> FusedAdamW:
     """A FusedAdamW over the same parameters with the same hyperparameters and state."""

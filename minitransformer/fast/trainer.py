@@ -9,12 +9,18 @@ The same loop (training/loop.py), the same losses up to float32 rounding, with:
     to the core loop as ``train(..., parallel=...)``;
   - glibc's allocator keeping freed memory for reuse (perf.tune_malloc), process-wide,
     left so after the run.
+On a GPU (``device="cuda"``) the kernel twins and the replicas stay off (they are NumPy
+and CPU-process machinery) and AdamW updates each parameter in one fused kernel
+(cuda_adamw.py).
 """
 from __future__ import annotations
+
+from contextlib import nullcontext
 
 import numpy
 
 from . import enabled
+from .cuda_adamw import fused_like
 from .data_parallel import DataParallel, n_replicas_for
 from .perf import tune_malloc
 from ..layers.blocks import set_recompute
@@ -32,7 +38,9 @@ def train(model, task, cfg, *, data_parallel: int = 2, malloc: bool = True, opti
     data_parallel = check_int("data_parallel", data_parallel, low=1)
     if check_flag("malloc", malloc):
         tune_malloc()
-    optimizer = optimizer or make_optimizer(model, cfg)
+    on_cpu = device == "cpu"
+    if optimizer is None:                     # on a GPU, AdamW in one fused kernel per parameter
+        optimizer = make_optimizer(model, cfg) if on_cpu else fused_like(make_optimizer(model, cfg))
     if cfg.recompute:
         set_recompute(model)                  # before the replicas are forked: theirs too
     sample = task.batch("train", numpy.random.default_rng(0))
@@ -40,6 +48,7 @@ def train(model, task, cfg, *, data_parallel: int = 2, malloc: bool = True, opti
     if data_parallel > 1:
         log(f"data parallel: {why}")
     state = [a for table in optimizer.state.values() for a in table.values()] if n > 1 else []
-    with enabled(), DataParallel(model, n, forget=state) as parallel:
+    kernels = enabled() if on_cpu else nullcontext()       # the kernel twins are NumPy kernels
+    with kernels, DataParallel(model, n, forget=state) as parallel:
         return plain_train(model, task, cfg, optimizer=optimizer, device=device, log=log,
                            parallel=parallel if n > 1 else None, **kwargs)
