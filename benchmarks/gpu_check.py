@@ -83,6 +83,7 @@ from minitransformer.backend import cupy_available, device_of, to_numpy, xp_for_
 from minitransformer.training.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
 from minitransformer.gradcheck.suite import layer_checks  # noqa: E402
 from minitransformer.training.loop import make_optimizer, train_step  # noqa: E402
+from minitransformer.fast.cuda_adamw import fused_like  # noqa: E402
 import gpu_parts  # noqa: E402
 
 PARTS = ("environment", "gradcheck", "train_match", "checkpoint", "timing", "generation", "figures", "minilm",
@@ -236,13 +237,16 @@ def memory_pool(device: str):
     return xp_for_device("cuda").get_default_memory_pool() if device == "cuda" else None
 
 
-def time_config(name: str, device: str, steps: int, warmup: int) -> dict:
-    """ms per float32 train_step of config ``name`` on ``device``, tokens/s, pool memory."""
+def time_config(name: str, device: str, steps: int, warmup: int, fused: bool = False) -> dict:
+    """ms per float32 train_step of config ``name`` on ``device``, tokens/s, pool memory.
+    ``fused``: the speed wing's FusedAdamW (one kernel per parameter) instead of AdamW."""
     pool = memory_pool(device)
     gc.collect()                                   # the previous config's arrays back to the pool,
     if pool is not None:
         pool.free_all_blocks()                     # and the pool's blocks back to the device
     twin = make_twin(name, 0, device, np.float32)
+    if fused:
+        twin = twin._replace(opt=fused_like(twin.opt))
     batches = [twin.task.batch("train", twin.rng) for _ in range(warmup + steps)]
     ms = []
     for i, batch in enumerate(batches):
@@ -262,7 +266,30 @@ def time_config(name: str, device: str, steps: int, warmup: int) -> dict:
         line["pool_peak_mb"] = round(pool.total_bytes() / 2**20, 1)
         line["pool_used_mb"] = round(pool.used_bytes() / 2**20, 1)
     line["phases_ms"] = phase_ms(twin, batches[warmup:warmup + max(3, min(steps, 10))])
+    if device == "cuda":
+        line["host_vs_device_ms"] = host_vs_device_ms(twin, batches[-1])
     return line
+
+
+def host_vs_device_ms(twin: Twin, batch) -> dict:
+    """Median host (Python, launches) and device (kernels) ms of a step, as cupyx.profiler.benchmark
+    measures them: a step whose device time is far below its host time waits on its launches."""
+    from cupyx.profiler import benchmark
+    result = benchmark(lambda: step(twin, batch), n_repeat=10, n_warmup=2)
+    return {"host": round(float(np.median(result.cpu_times)) * 1e3, 3),
+            "device": round(float(np.median(result.gpu_times)) * 1e3, 3)}
+
+
+def fused_adamw_match(device: str, config: str, steps: int = 3) -> dict:
+    """Losses of ``steps`` float32 steps with AdamW and with FusedAdamW from the same start."""
+    plain = make_twin(config, 0, device, np.float32)
+    fused = make_twin(config, 0, device, np.float32)
+    fused = fused._replace(opt=fused_like(fused.opt))
+    batches = [plain.task.batch("train", plain.rng) for _ in range(steps)]
+    losses = {"adamw": [step(plain, b) for b in batches], "fused": [step(fused, b) for b in batches]}
+    diff = max_relative_difference(losses["adamw"], losses["fused"])
+    return {"config": config, **losses, "max_rel_diff": diff, "tolerance": TOLERANCES["float32"],
+            "ok": diff <= TOLERANCES["float32"]}
 
 
 def phase_ms(twin: Twin, batches) -> dict:
@@ -344,8 +371,12 @@ def timing_part(device: str, configs=("b", "c"), steps: int = 10, warmup: int = 
             "machine": machine()}             # the host CPU and its OpenBLAS core
     if device == "cuda":
         line["gpu"] = gpu_name()
+        line["fused_adamw"] = [time_config(name, device, steps, warmup, fused=True) for name in configs]
+        line["fused_match"] = fused_adamw_match(device, configs[0])
+        line["ok"] = line["fused_match"]["ok"]
         line["torch_cuda"] = torch_cuda_lines(configs, steps, warmup)
         add_ratios(line["configs"], line["torch_cuda"])
+        add_ratios(line["fused_adamw"], line["torch_cuda"])
     else:
         line["note"] = (f"dry run: NumPy stands in for the device; config(s) {', '.join(configs)} only, "
                         f"{steps} steps after {warmup} warm-up, no device memory, no PyTorch")

@@ -289,6 +289,10 @@ def _timing_cell(line) -> str:
         if row["config"] in torch_rows:
             cell += f" vs torch {torch_rows[row['config']]['ms_median']} ms ({row.get('ratio_vs_torch')}x)"
         cells.append(cell)
+    for row in line.get("fused_adamw", []):
+        cells.append(f"{row['config']} fused AdamW: {row['ms_median']} ms ({row.get('ratio_vs_torch')}x; "
+                     f"host/device {row.get('host_vs_device_ms', {}).get('host')}/"
+                     f"{row.get('host_vs_device_ms', {}).get('device')} ms)")
     phases = line.get("configs", [{}])[-1].get("phases_ms")
     if phases:
         cells.append("phases " + "/".join(f"{v:g}" for v in phases.values()) + " ms (fwd/bwd/clip/update)")

@@ -15,8 +15,11 @@ part of a device array:
 - any operation whose float32 operands give a float64 result raises (a hidden
   promotion), and so does a float64 computation that produces float32 (a hidden
   downcast); ``astype`` is the explicit way to change dtype;
-- reductions return 0-d arrays, as CuPy does, not NumPy scalars; ``float()``, ``int()``
-  and ``bool()`` of a one-element array are allowed (CuPy allows them: an explicit sync);
+- reductions return 0-d arrays, as CuPy does, not NumPy scalars; ``float()``, ``int()``,
+  ``bool()``, ``item()`` and ``tolist()`` are allowed (CuPy allows them: each is a copy to
+  the host that waits for the device) and counted in ``TRANSFERS["device_to_host"]``;
+- ``ufunc.reduce`` exists only for add and multiply, ``ufunc.reduceat`` only for add, as
+  on CuPy;
 - ``STRICT.asarray(host_array)`` is the one explicit host-to-device move; every such
   move is counted in ``TRANSFERS`` so a test can assert a hot path makes none.
 """
@@ -31,7 +34,8 @@ class StrictError(TypeError):
     """A call that would be NumPy-only, a silent host copy, or a hidden dtype change."""
 
 
-TRANSFERS = {"host_to_device": 0}
+TRANSFERS = {"host_to_device": 0, "device_to_host": 0}   # explicit moves; device_to_host: float(), int(),
+                                                         # bool(), item(), tolist(): each waits for the device
 
 
 # ------------------------------------------------------------------ wrapping helpers
@@ -181,12 +185,15 @@ class StrictArray:
         return len(self._a)
 
     def __float__(self):
+        TRANSFERS["device_to_host"] += 1
         return float(self._a)
 
     def __int__(self):
+        TRANSFERS["device_to_host"] += 1
         return int(self._a)
 
     def __bool__(self):
+        TRANSFERS["device_to_host"] += 1
         return bool(self._a)
 
     def __index__(self):
@@ -201,6 +208,8 @@ class StrictArray:
     def __getattr__(self, name):
         if name in METHODS:
             method = getattr(self._a, name)
+            if name in ("item", "tolist"):
+                TRANSFERS["device_to_host"] += 1
             return lambda *args, **kwargs: _call(name, method, args, kwargs)
         raise AttributeError(f"StrictArray has no method {name!r} (not in the allowed list: "
                              "CuPy may lack it or differ)")
@@ -233,10 +242,23 @@ class StrictUfunc:
         return _call(self._name, self._ufunc, args, kwargs)
 
     def reduce(self, *args, **kwargs):
+        self._cupy_has(REDUCE_UFUNCS, "reduce")
         return _call(self._name + ".reduce", self._ufunc.reduce, args, kwargs)
 
     def reduceat(self, *args, **kwargs):
+        self._cupy_has(REDUCEAT_UFUNCS, "reduceat")
         return _call(self._name + ".reduceat", self._ufunc.reduceat, args, kwargs)
+
+    def _cupy_has(self, names, method):
+        if self._name not in names:
+            raise StrictError(f"{self._name}.{method}: CuPy's ufuncs have {method} only for "
+                              f"{', '.join(names)} (NotImplementedError there)")
+
+
+# The ufunc methods CuPy implements (cupy/_core/_kernel.pyx, ufunc.reduce / reduceat);
+# any other raises NotImplementedError on CuPy.
+REDUCE_UFUNCS = ("add", "multiply")
+REDUCEAT_UFUNCS = ("add",)
 
 
 class StrictGenerator:

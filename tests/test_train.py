@@ -168,13 +168,13 @@ def test_a_non_finite_update_is_reported_truthfully_and_never_saved(tmp_path, mo
     ckpt = str(tmp_path / "run.npz")
     model = GPT(CFG, rng=1)
     from minitransformer.optim import AdamW
-    apply_update = AdamW.apply_update                      # train: begin_step(lr), then apply_update()
+    step = AdamW.step
 
-    def exploding(self):
-        apply_update(self)
+    def exploding(self, lr=None, **kwargs):
+        step(self, lr, **kwargs)
         if self.t == 3:
             self.params[0][1][...] = np.inf                # as an absurd lr would
-    monkeypatch.setattr(AdamW, "apply_update", exploding)
+    monkeypatch.setattr(AdamW, "step", exploding)
     with pytest.raises(TrainingDiverged, match=r"the update at step 3 .* made the weights non-finite.*NOT those"):
         train(model, _task(), _cfg(checkpoint_interval=1), checkpoint_path=ckpt, log=lambda s: None)
     params, optim, meta = load_checkpoint(ckpt)
@@ -350,17 +350,17 @@ def test_a_real_sigint_during_the_update_is_held_back_until_the_step_is_done(
     from minitransformer.training.loop import TrainingInterrupted
     ckpt = str(tmp_path / "run.npz")
     whole = train(GPT(CFG, rng=1), _task(), _cfg(), log=lambda s: None)
-    apply_update = AdamW.apply_update                      # train: begin_step(lr), then apply_update()
+    step = AdamW.step
 
-    def ctrl_c_midway(self):
-        if self.t == 3:                                    # the update of step 3 (begin_step counted it)
+    def ctrl_c_midway(self, lr=None, **kwargs):
+        if self.t == 2:                                    # the update of step 3
             os.kill(os.getpid(), signal.SIGINT)            # delivered now, inside the update
-        apply_update(self)
-    monkeypatch.setattr(AdamW, "apply_update", ctrl_c_midway)
+        step(self, lr, **kwargs)
+    monkeypatch.setattr(AdamW, "step", ctrl_c_midway)
     with pytest.raises(TrainingInterrupted) as e:
         train(GPT(CFG, rng=1), _task(), _cfg(), checkpoint_path=ckpt, log=lambda s: None)
     assert e.value.step == 3 and load_checkpoint(ckpt)[2]["step"] == 3
-    monkeypatch.setattr(AdamW, "apply_update", apply_update)
+    monkeypatch.setattr(AdamW, "step", step)
     resumed = train(GPT(CFG, rng=99), _task(), _cfg(), checkpoint_path=ckpt, resume=True, log=lambda s: None)
     assert [l for _, l in resumed.history] == [l for _, l in whole.history]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler        # train put it back

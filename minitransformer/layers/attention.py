@@ -102,7 +102,7 @@ class MultiHeadAttention(Module):
             rope_scale=rope_scale, alibi=alibi, relative=relative, relative_clip=relative_clip,
             relative_buckets=relative_buckets, relative_max_distance=relative_max_distance)
         rng = default_rng(rng)
-        init_std = 0.02 if init_std is None else check_number("init_std", init_std, low=0.0)
+        init_std = 0.02 if init_std is None else check_number("init_std", init_std, low=0.0, finite=True)
         self._init_params(C, H, G, bias, rng, init_std, out_std, dtype)
         for name, table in self.positions.tables(rng, init_std, dtype).items():
             self.add_param(name, table)                                      # rel_K, rel_V or rel_bias
@@ -247,7 +247,7 @@ class MultiHeadAttention(Module):
                              f"causal={causal}, rope={rope}, alibi={alibi}, window={window}")
 
     def _init_params(self, C, H, G, bias, rng, init_std, out_std, dtype):
-        out_std = init_std if out_std is None else check_number("out_std", out_std, low=0.0)
+        out_std = init_std if out_std is None else check_number("out_std", out_std, low=0.0, finite=True)
         D = C // H
         blocks = [("W_q", "b_q", H * D), ("W_kv", "b_kv", 2 * G * D)] if self.cross else \
                  [("W_qkv", "b_qkv", (H + 2 * G) * D)]
