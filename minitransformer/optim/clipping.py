@@ -46,7 +46,10 @@ def _global_squared_norm(grads) -> float:
     arrays' order as on NumPy (a running sum: cumsum), and one number comes back: one
     host sync per call, not one per array (a wait for the device each)."""
     if all(isinstance(g, numpy.ndarray) for g in grads):
-        return sum(_squared_norm(g) for g in grads)
+        total = 0.0
+        for g in grads:                        # added in order, as cumsum does (Python 3.12's sum()
+            total += _squared_norm(g)          # compensates its rounding, and would differ)
+        return total
     xp = get_xp(grads[0])
     squares = xp.stack([xp.vdot(g.reshape(-1), g.reshape(-1)) for g in grads])   # (n_arrays,) Σ g² each
     return float(xp.cumsum(squares.astype(xp.float64))[-1])
