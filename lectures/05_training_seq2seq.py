@@ -385,7 +385,7 @@ class OnePair:
 qa_config = Seq2SeqConfig(vocab_size=3 + len(deck_words), block_size=8, n_layer=1, n_head=2, d_model=16)
 qa_model = Seq2Seq(qa_config, rng=0)
 qa_result = train(qa_model, OnePair(), TrainConfig(steps=60, lr=1e-2, warmup_steps=5, eval_interval=60,
-                                                   log_interval=60, final_eval_batches=1, data_parallel=1))
+                                                   log_interval=60, final_eval_batches=1))
 qa_trace = []
 qa_out = generate_seq2seq(qa_model, np.array([question]), max_len=qa_config.block_size - 1, bos_id=BOS,
                           eos_id=EOS, trace=qa_trace)

@@ -103,7 +103,8 @@ PROMISE_BUGS = {
 
 MHA_BUG = {
     "mha": ("layers.attention:MultiHeadAttention.backward",
-            [("dq, dk = rope_backward(dq, rope), rope_backward(dk, rope)", "dq, dk = dq, dk")],
+            [("dq = self.positions.rotate_backward(dq, rope)", "dq = dq"),
+             ("dk = self.positions.rotate_backward(dk, rope)", "dk = dk")],
             "mha: RoPE, interleaved", "dx", _message("mha-rope-not-undone")),
 }
 

@@ -406,8 +406,8 @@ def mha_backward(kind):
                 self.grads["b_kv"] += db_kv
             return dx if kind == "no-dmemory" else (dx, dmem)
         if rope is not None and kind == "rope-forward":
-            dq = RO.rope_forward(dq, 0, self.rope_base, self.rope_layout, self.rope_scale)[0]
-            dk = RO.rope_forward(dk, 0, self.rope_base, self.rope_layout, self.rope_scale)[0]
+            dq = RO.rope_forward(dq, 0, self.positions.base, self.positions.layout, self.positions.scale)[0]
+            dk = RO.rope_forward(dk, 0, self.positions.base, self.positions.layout, self.positions.scale)[0]
         elif rope is not None and kind != "no-rope":
             dq, dk = RO.rope_backward(dq, rope), RO.rope_backward(dk, rope)
         if kind == "q-only":

@@ -14,7 +14,6 @@ import numpy as np
 from ..functional.attention import attention_backward
 from ..functional.heads import merge_heads, split_heads
 from ..functional.linear import linear_backward
-from ..functional.rope import rope_backward, rope_forward
 from ..layers.residual import Residual, _split
 from .cases import Case, run_module
 from .mistakes import Mistake
@@ -34,11 +33,14 @@ def _on(instance, method, **options):
 
 # ------------------------------------------------------------------ MultiHeadAttention
 def _mha_backward(self, dy, *, rope="inverse", kv_paths=True, accumulate_kv=True):
-    """MultiHeadAttention.backward (no relative positions) with one thing changed."""
-    proj, proj_kv, rope_cache, attn, out, _ = self._pop_cache()
+    """MultiHeadAttention.backward with one thing changed."""
+    proj, proj_kv, rope_cache, attn, out, positions = self._pop_cache()
     do, dW_o, db_o = linear_backward(dy, out)                               # (B, T, H·D)
     self._accumulate_pair("W_o", dW_o, "b_o", db_o)
-    dq, dk, dv = attention_backward(split_heads(do, self.head_dim), attn)[:3]
+    dq, dk, dv, dtables = self.positions.attend_backward(attention_backward, split_heads(do, self.head_dim),
+                                                         attn, positions)
+    for name, dtable in dtables.items():
+        self._accumulate(name, dtable)
     if self.cross:
         dx, dW_q, db_q = linear_backward(merge_heads(dq), proj)
         self._accumulate_pair("W_q", dW_q, "b_q", db_q)
@@ -47,9 +49,9 @@ def _mha_backward(self, dy, *, rope="inverse", kv_paths=True, accumulate_kv=True
             self._accumulate_pair("W_kv", dW_kv, "b_kv", db_kv)
         return dx, dmemory
     if rope_cache is not None and rope == "inverse":
-        dq, dk = rope_backward(dq, rope_cache), rope_backward(dk, rope_cache)
+        dq, dk = self.positions.rotate_backward(dq, rope_cache), self.positions.rotate_backward(dk, rope_cache)
     elif rope_cache is not None and rope == "forward":
-        rotate = lambda a: rope_forward(a, 0, self.rope_base, self.rope_layout, self.rope_scale)[0]  # noqa: E731
+        rotate = lambda a: self.positions.rotate(a, 0)[0]                  # noqa: E731  the wrong way round
         dq, dk = rotate(dq), rotate(dk)
     if not kv_paths:
         dk, dv = np.zeros_like(dk), np.zeros_like(dv)
@@ -61,7 +63,7 @@ def _mha_backward(self, dy, *, rope="inverse", kv_paths=True, accumulate_kv=True
 def _mha(**options):
     def variant(inp):
         module = inp["build"]()
-        if options.get("rope") and not module.rope:
+        if options.get("rope") and module.positions.name != "rope":
             return {}
         if "accumulate_kv" in options and not module.cross:
             return {}
