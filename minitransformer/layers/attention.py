@@ -161,6 +161,22 @@ class MultiHeadAttention(Module):
 
     # ----------------------------------------------------------------- backward
     def backward(self, dy):
+        """dy (B, T, C) -> dx (B, T, C); cross-attention: (dx, dmemory (B, S, C)).
+
+        Reverses forward's lines in the opposite order, from the cache
+        MHACache(proj, proj_kv, rope, attn, out, positions):
+            y = merge_heads(o) W_o + b_o          -> do, dW_o, db_o    (linear_backward on ``out``)
+            o = attention(q, k, v, mask, bias)    -> dq, dk, dv        (self.positions.attend_backward:
+                                                                         attention_backward, plus a
+                                                                         relative scheme's table gradients)
+            self: q, k = RoPE(q, k)               -> rotate dq, dk back (self.positions.rotate_backward)
+                  [q | k | v] = x W_qkv + b_qkv   -> dx, dW_qkv, db_qkv (one linear_backward on the
+                                                                         merged [dq | dk | dv])
+            cross: q = x W_q + b_q                -> dx, dW_q, db_q
+                   [k | v] = memory W_kv + b_kv   -> dmemory, dW_kv, db_kv
+        Every parameter gradient is ADDED to ``self.grads`` (``_accumulate``: weights may be
+        shared); grouped heads (G < H) need nothing extra, attention_backward sums over a group.
+        """
         if self._decoding:
             raise RuntimeError("MultiHeadAttention.backward() after a forward with a kv_cache: "
                                "incremental decoding keeps no backward cache; run forward "

@@ -218,7 +218,12 @@ class DecoderBlock(_RecomputableBlock):
         return self.ffn.forward(x)                                                # (B, T, C)
 
     def backward(self, dy):
-        """Returns dx, or (dx, dmemory) for a block with cross-attention."""
+        """dy (B, T, C) -> dx, or (dx, dmemory) for a block with cross-attention.
+
+        The forward ran x -> attn (a Residual around masked self-attention) -> cross_attn
+        (around cross-attention over ``memory``, if any) -> ffn (around the feed-forward);
+        the backward runs the three Residuals in the reverse order, and only cross_attn
+        returns a gradient for the memory."""
         dx = self.ffn.backward(dy)
         dmemory = None
         if self.cross:

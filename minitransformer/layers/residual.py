@@ -43,6 +43,12 @@ class Residual(Module):
         return self.norm.forward(s)                                   # (B, T, C)
 
     def backward(self, dy):
+        """dy (B, T, C) -> dx (B, T, C), and the sublayer's extra gradients (dmemory) after it.
+
+        Pre-norm,  y = x + dropout(f(norm(x))):   dx = dy (the identity) + norm_backward(f_backward(dropout_backward(dy)))
+        Post-norm, y = norm(x + dropout(f(x))):   ds = norm_backward(dy); dx = ds + f_backward(dropout_backward(ds))
+        The identity branch passes the gradient through unchanged and ADDS to the sublayer's.
+        """
         if self.norm_position == "pre":
             dh, extra = _split(self.sublayer.backward(self.dropout.backward(dy)))
             dx = self.norm.backward(dh)
