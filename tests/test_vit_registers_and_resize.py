@@ -170,6 +170,10 @@ def test_resize_errors_name_the_argument():
         resize_grid_positions(E, E.astype(np.float32), 2, 2)
     with pytest.raises(ValueError, match="grid_width"):
         resize_grid_positions(E, E, 2, 0)
+    with pytest.raises(ValueError, match="n_new: expected at most"):       # not a MemoryError
+        resize_table(E, 2 ** 40)
+    with pytest.raises(ValueError, match="image_size: expected at most"):
+        ViT(ViTConfig(image_size=8, patch_size=4, d_model=8, n_head=2)).resize(2 ** 40)
 
 
 def test_a_vit_built_at_16_pixels_runs_on_24_pixel_images_after_resize():

@@ -35,7 +35,7 @@ with its new tables as parameters; no gradient flows through the resize.
 from __future__ import annotations
 
 from ..backend import get_xp
-from ..validate import check_dim, check_dtype_like, check_float, check_int, check_ndim
+from ..validate import check_dim, check_dtype_like, check_float, check_int, check_ndim, check_size
 
 
 def _check_table(name: str, E, legend: str) -> None:
@@ -60,6 +60,7 @@ def resize_table(E, n_new: int, *, align_corners: bool = True):
     _check_table("E", E, "(n, C)")
     n = E.shape[0]
     n_new = check_int("n_new", n_new, low=1)
+    check_size("n_new", (n_new, E.shape[1]))
     _check_align_corners(align_corners)
     i = xp.arange(n_new, dtype=E.dtype)                                    # (n',)
     if align_corners:
@@ -87,6 +88,8 @@ def resize_grid_positions(E_row, E_col, grid_height: int, grid_width: int, *, al
     check_dtype_like("E_col", E_col, E_row, "E_row")
     grid_height = check_int("grid_height", grid_height, low=1)
     grid_width = check_int("grid_width", grid_width, low=1)
+    check_size("grid_height", (grid_height, E_row.shape[1]))
+    check_size("grid_width", (grid_width, E_row.shape[1]))
     E_row_new = resize_table(E_row, grid_height, align_corners=align_corners)   # (Hp', C)
     E_col_new = resize_table(E_col, grid_width, align_corners=align_corners)    # (Wp', C)
     return E_row_new, E_col_new

@@ -30,7 +30,7 @@ from ..layers.grid_positions import GridPositionEmbedding
 from ..layers.module import Module
 from ..layers.patch_embedding import PatchEmbedding
 from ..layers.registers import RegisterTokens
-from ..validate import check_ndim
+from ..validate import check_ndim, check_size
 from .classifier import EncoderClassifier
 from .classifier_config import ViTConfig
 from .embeddings import check_nonempty
@@ -96,6 +96,7 @@ class ViT(Module):
         gradients, so build the optimizer after resizing.
         """
         config = dataclasses.replace(self.config, image_size=image_size)   # checked: a multiple of patch_size
+        check_size("image_size", (config.grid, config.d_model))            # the new tables, before allocating
         E_row, E_col = resize_grid_positions(self.pos.E_row, self.pos.E_col, config.grid, config.grid,
                                              align_corners=align_corners)
         self.pos.add_param("E_row", E_row)                                 # (Hp', C), a zero gradient
