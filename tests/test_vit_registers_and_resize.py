@@ -201,3 +201,26 @@ def test_a_vit_built_at_16_pixels_runs_on_24_pixel_images_after_resize():
     with pytest.raises(ValueError, match="image_size: expected a multiple of patch_size=4, got 22"):
         model.resize(22)
     assert model.config.image_size == 24                                  # a refused resize changes nothing
+
+
+def test_registers_resize_and_the_rtd_loss_run_on_a_non_numpy_backend():
+    """The strict array type of tests/strict_array.py (see tests/test_backend_agnostic.py): no
+    NumPy-only call, no host copy, no hidden float64, the very same numbers as on NumPy."""
+    from minitransformer.functional.binary_cross_entropy import (binary_cross_entropy_backward,
+                                                                 binary_cross_entropy_forward)
+    from strict_array import to_strict
+    from test_backend_agnostic import F32, _module_round_trip, _same, _two_steps
+    _module_round_trip(lambda: RegisterTokens(2, 8, rng=0), normal_array(1, (2, 4, 8), dtype=np.float32))
+    for align_corners in (True, False):
+        E = normal_array(2, (3, 8), dtype=np.float32)
+        _same(resize_table(E, 5, align_corners=align_corners),
+              resize_table(to_strict(E), 5, align_corners=align_corners), "resized table")
+    logits, labels = normal_array(3, (2, 5), dtype=np.float32), np.array([[0, 1, 0, 0, 1], [1, 0, 0, 0, 0]])
+    mask = np.array([[True] * 5, [True, True, True, False, False]])
+    loss, cache = binary_cross_entropy_forward(logits, labels, mask)
+    loss_dev, cache_dev = binary_cross_entropy_forward(to_strict(logits), to_strict(labels), to_strict(mask))
+    _same(np.asarray(loss), loss_dev, "loss")
+    _same(binary_cross_entropy_backward(1.0, cache), binary_cross_entropy_backward(1.0, cache_dev), "dlogits")
+    config = ViTConfig(image_size=8, patch_size=4, n_classes=3, n_layer=1, n_head=2, d_model=8, n_registers=2)
+    batches = [(normal_array(0, (2, 12, 12, 1), dtype=np.float32), np.array([0, 2]))] * 2
+    _two_steps(lambda: ViT(config, rng=0).resize(12), lambda model, b: (model.forward(b[0]), b[1]), batches, F32)

@@ -67,9 +67,8 @@ def resize_table(E, n_new: int, *, align_corners: bool = True):
         u = i * (n - 1) / (n_new - 1) if n_new > 1 else i * 0              # (n',) exactly n − 1 at the end
     else:
         u = xp.clip((i + 0.5) * (n / n_new) - 0.5, 0, n - 1)              # (n',)
-    k = xp.clip(xp.floor(u), 0, max(n - 2, 0))                             # (n',) the row below u
-    t = (u - k)[:, None]                                                   # (n', 1) weight of the row above
-    below = k.astype(xp.int64)                                             # (n',) k as an index
+    below = xp.clip(u.astype(xp.int64), 0, max(n - 2, 0))                  # (n',) k = ⌊u⌋ (u >= 0), at most n − 2
+    t = (u - below.astype(E.dtype))[:, None]                               # (n', 1) weight of the row above
     above = xp.minimum(below + 1, n - 1)                                   # (n',) k + 1, or k when n = 1
     return (1 - t) * E[below] + t * E[above]                               # (n', C)
 
