@@ -255,6 +255,93 @@ print(f"LayerNorm {1e3 * t_ln:.1f} ms, RMSNorm {1e3 * t_rms:.1f} ms (forward + b
       f"RMSNorm takes {t_rms / t_ln:.0%} of LayerNorm's time here")
 
 # %% [markdown]
+# ## Register tokens (Darcet et al. 2023)
+#
+# Large ViTs park global information in a few background patches, whose attention
+# maps then light up with artefacts. Darcet et al. give the model somewhere else to
+# put it: R extra learned tokens, "registers", that go through every block like the
+# patches and that no output reads. Here they are appended after the patches
+# (`ViTConfig(n_registers=R)`, `functional/registers.py`), after the positions are
+# added, so they carry none. The head reads [CLS] only; the registers cost R · C
+# parameters and R more tokens in every attention.
+
+# %%
+from minitransformer.functional.registers import append_registers_backward, append_registers_forward
+from minitransformer.models import ViT, ViTConfig
+
+vit_config = ViTConfig(image_size=16, patch_size=4, n_classes=6, n_layer=2, n_head=2, d_model=16, n_registers=4)
+vit = ViT(vit_config, rng=0)
+plain_count = count_parameters(ViTConfig(**{**vit_config.to_dict(), "n_registers": 0}))
+print(f"{vit_config.n_tokens} tokens through the encoder: [CLS], {vit_config.n_patches} patches, "
+      f"{vit_config.n_registers} registers; {vit.num_parameters():,} parameters, {plain_count:,} without registers")
+registers_check = check_pair(append_registers_forward, append_registers_backward,
+                             {"x": rng.standard_normal((2, 3, 4)), "registers": rng.standard_normal((2, 4))})
+print(registers_check)
+assert count_parameters(vit_config) == vit.num_parameters() == plain_count + 4 * 16 and registers_check.ok
+
+# %% [markdown]
+# ## Another image size: resizing the learned position grid (as DINO does)
+#
+# A ViT trained on 16 × 16 images has a 4 × 4 grid of positions; a 24 × 24 image has a
+# 6 × 6 grid. Instead of new positions, interpolate the learned ones: here the grid is
+# E_row[r] + E_col[s] (the ViT of lecture 10), and the bilinear resize of that grid is the linear
+# resize of each table. With `align_corners=True` the corner patches keep their vectors
+# exactly and the rows between are read at evenly spaced places of the old table:
+# $u_i = i\,(n - 1)/(n' - 1)$, $E'[i] = (1 - t)E[\lfloor u_i \rfloor] + t\,E[\lfloor u_i \rfloor + 1]$.
+# Every other weight stays: the patch embedding, the blocks and the head do not depend
+# on the number of patches. (How well a model does at a new size is another matter:
+# DINO and its successors fine-tune briefly after resizing.)
+
+# %%
+from minitransformer.functional.resize_positions import resize_table
+
+E_row_16 = vit.pos.E_row.copy()
+vit.resize(24)
+logits_24 = vit.forward(rng.standard_normal((2, 24, 24, 1)).astype(np.float32))
+print(f"after resize(24): grid {vit.config.grid} × {vit.config.grid}, logits {logits_24.shape}; "
+      f"E_row {E_row_16.shape} -> {vit.pos.E_row.shape}")
+print("a linear table 0, 1, 2, 3 resized to 6 rows:", resize_table(np.arange(4.0)[:, None], 6)[:, 0])
+assert np.array_equal(vit.pos.E_row[[0, -1]], E_row_16[[0, -1]]) and logits_24.shape == (2, 6)
+
+# %% [markdown]
+# ## The residual stream, and the logit lens
+#
+# In a pre-norm block, attention and the MLP only ADD to the stream:
+# $x_l = x_{l-1} + a_l + m_l$ with $a_l = \mathrm{Attn}(\mathrm{Norm}(x_{l-1}))$. How big
+# is each contribution, and how far along the stack is the prediction made? The logit
+# lens sends each layer's stream $x_l$ through the final norm and the LM head as if the
+# later blocks were not there, and measures the loss. Below, a 4-layer character GPT
+# trained for a few hundred steps (20 in fast mode: then the lens shows little);
+# `plots/residual.py` draws it, and `figures --only residual` draws the same for the
+# tiny GPT of the figures command.
+
+# %%
+from minitransformer.plots.residual import residual_stream_figure
+
+lens_steps = 20 if FAST else 300
+lens_model = GPT(GPTConfig(vocab_size=corpus.vocab_size, block_size=32, n_layer=4, n_head=4, d_model=64), rng=0)
+lens_optimizer, lens_batches = AdamW(lens_model.parameters(), lr=3e-3), np.random.default_rng(1)
+for _ in range(lens_steps):
+    xb, yb = random_batch(train_ids, 32, 16, lens_batches)
+    lens_model.zero_grad()
+    loss, ce = cross_entropy_forward(lens_model.forward(xb), yb)
+    lens_model.backward(cross_entropy_backward(1.0, ce))
+    lens_optimizer.step()
+held_out_ids = np.asarray(corpus.encode(held_out))
+lens_x, lens_y = random_batch(held_out_ids, 32, 16, np.random.default_rng(2))
+_, stream = residual_stream_figure(lens_model, lens_x, lens_y, title=f"4-layer GPT, {lens_steps} steps",
+                                   path=OUT / "survey_residual_stream.png")
+show_png(OUT / "survey_residual_stream.png")
+for l in range(5):
+    parts = "" if l == 0 else (f"  + attention {stream['attention_norm'][l - 1]:6.2f}"
+                               f"  + MLP {stream['mlp_norm'][l - 1]:6.2f}")
+    print(f"layer {l}: |x_l| {stream['stream_norm'][l]:6.2f}{parts:32s}  lens loss {stream['lens_loss'][l]:.3f}")
+model_loss = float(cross_entropy_forward(lens_model.eval().forward(lens_x), lens_y)[0])
+lens_model.release_caches()
+print(f"the model's own loss on the batch: {model_loss:.3f} (ln V = {np.log(corpus.vocab_size):.3f})")
+assert abs(stream["lens_loss"][-1] - model_loss) < 1e-4 and np.isfinite(stream["lens_loss"]).all()
+
+# %% [markdown]
 # ## Quiz
 #
 # **Question 1.** How many parameters does GPT-2 small's token embedding hold
@@ -294,6 +381,16 @@ answer_4 = None  # your answer
 
 # %%
 check("4", answer_4, "ef2d127de37b942b", hint="2 on each side, and itself")
+
+# %% [markdown]
+# **Question 5.** A ViT with 4 × 4-pixel patches, a [CLS] token and 4 registers, resized to
+# 24 × 24 images: how many tokens go through its encoder?
+
+# %%
+answer_5 = None  # your answer
+
+# %%
+check("5", answer_5, "3d914f9348c9cc0f", hint="[CLS] + (24/4)² patches + the registers")
 summary()
 
 # %% [markdown]

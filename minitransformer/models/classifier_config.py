@@ -59,10 +59,12 @@ class ViTConfig(ClassifierConfig):
     image_size: int = 16               # H = W, pixels per side
     patch_size: int = 4                # p: patches of p × p pixels; image_size must be a multiple
     in_channels: int = 1               # C_in: 1 grey, 3 RGB
+    n_registers: int = 0               # R: learned register tokens after the patches (Darcet et al. 2023); 0 = none
 
     def __post_init__(self):
         for name in ("image_size", "patch_size", "in_channels"):
             check_int(name, getattr(self, name), low=1)
+        check_int("n_registers", self.n_registers, low=0)
         if self.image_size % self.patch_size:
             raise ValueError(f"image_size: expected a multiple of patch_size={self.patch_size}, "
                              f"got {self.image_size}")
@@ -80,7 +82,8 @@ class ViTConfig(ClassifierConfig):
 
     @property
     def n_tokens(self) -> int:
-        return 1 + self.n_patches
+        """[CLS], the N patches and the R registers."""
+        return 1 + self.n_patches + self.n_registers
 
 
 @dataclass

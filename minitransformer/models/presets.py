@@ -194,7 +194,8 @@ def _vit(c: ViTConfig) -> int:
     C = c.d_model
     patches = _linear(c.patch_size ** 2 * c.in_channels, C, True)
     positions = (2 * c.grid + 1) * C                                  # E_row, E_col, e_cls
-    return patches + positions + _trunk(c)
+    registers = c.n_registers * C                                     # (R, C), Darcet et al.
+    return patches + positions + registers + _trunk(c)
 
 
 def _tabular(c: TabularConfig) -> int:
