@@ -213,7 +213,12 @@ def train_tiny(with_norm: bool, steps: int) -> list[float]:
         for _, module in list(model.named_modules()):
             if "norm" in module.children:
                 module.children["norm"] = Identity()
-    optimizer, batches, losses = AdamW(model.parameters(), lr=3e-3), np.random.default_rng(0), []
+    return fit(model, steps, np.random.default_rng(0))
+
+
+def fit(model, steps: int, batches) -> list[float]:
+    """``steps`` AdamW steps (lr 3e-3) on batches of 16 windows of 32 characters; the losses."""
+    optimizer, losses = AdamW(model.parameters(), lr=3e-3), []
     for _ in range(steps):
         xb, yb = random_batch(train_ids, 32, 16, batches)
         model.zero_grad()
@@ -320,13 +325,7 @@ from minitransformer.plots.residual import residual_stream_figure
 
 lens_steps = 20 if FAST else 300
 lens_model = GPT(GPTConfig(vocab_size=corpus.vocab_size, block_size=32, n_layer=4, n_head=4, d_model=64), rng=0)
-lens_optimizer, lens_batches = AdamW(lens_model.parameters(), lr=3e-3), np.random.default_rng(1)
-for _ in range(lens_steps):
-    xb, yb = random_batch(train_ids, 32, 16, lens_batches)
-    lens_model.zero_grad()
-    loss, ce = cross_entropy_forward(lens_model.forward(xb), yb)
-    lens_model.backward(cross_entropy_backward(1.0, ce))
-    lens_optimizer.step()
+fit(lens_model, lens_steps, np.random.default_rng(1))
 held_out_ids = np.asarray(corpus.encode(held_out))
 lens_x, lens_y = random_batch(held_out_ids, 32, 16, np.random.default_rng(2))
 _, stream = residual_stream_figure(lens_model, lens_x, lens_y, title=f"4-layer GPT, {lens_steps} steps",

@@ -383,15 +383,15 @@ def check_random_source(name: str, rng) -> None:
                         f"got {type(rng).__name__} {rng!r:.40}")
 
 
-def check_mask(name: str, mask, shape) -> None:
-    """A padding mask of ``shape``: booleans, or the integers 0/1 tokenizers give (True/1 = real
-    token). TypeError for another dtype (a float mask of 0.5 is neither), ValueError for another
-    shape or an integer other than 0 and 1."""
-    check_same_shape(name, mask, shape)
+def check_mask(name: str, mask, shape, meaning: str = "True/1 = real token", shape_from: str = "") -> None:
+    """A 0/1 array of ``shape``: booleans, or the integers 0/1 tokenizers give (``meaning`` says
+    what 1 marks: by default a real token of a padding mask). TypeError for another dtype (a
+    float mask of 0.5 is neither), ValueError for another shape or an integer other than 0 and 1."""
+    check_same_shape(name, mask, shape, shape_from)
     kind = getattr(getattr(mask, "dtype", None), "kind", None)
     if kind not in ("b", "i", "u"):
-        raise TypeError(f"{name}: expected a boolean mask (or integers 0/1), True/1 = real token, "
+        raise TypeError(f"{name}: expected booleans or integers 0/1 ({meaning}), "
                         f"got {getattr(mask, 'dtype', type(mask).__name__)}")
     if kind != "b" and bool(((mask != 0) & (mask != 1)).any()):
-        raise ValueError(f"{name}: expected 0/1 (or True/False), got values in "
+        raise ValueError(f"{name}: expected 0/1 (or True/False; {meaning}), got values in "
                          f"[{int(mask.min())}, {int(mask.max())}]")

@@ -30,8 +30,8 @@ pieces (Φ, φ, σ) are at hand and caches it alone (x is not kept); the backwar
 then one multiply, dx = dy ⊙ dy/dx, reversing y = f(x). ReLU keeps the boolean
 [x > 0] (1 byte an element).
 
-This is the plain form. The training step calls a fused twin of gelu_forward with
-the same arguments and cache (functional/_kernels/gelu.py); a test ties the two.
+This is the plain form. The speed wing has a fused twin of gelu_forward with the
+same arguments and cache (minitransformer/fast/kernels/gelu.py); a test ties the two.
 
 Shapes: x (...) with any shape of at least one dimension; y, dy, dx like x.
 """

@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..backend import get_xp
-from ..validate import check_bool, check_float, check_same_shape
+from ..validate import check_bool, check_float, check_mask, check_same_shape
 from .cross_entropy import check_dloss
 
 
@@ -39,17 +39,6 @@ class BinaryCrossEntropyCache(NamedTuple):
     y: object               # (...) labels as numbers of the logits' dtype
     keep: object            # (...) bool, False on tokens that do not count
     n_kept: int             # N_kept, the denominator of the mean
-
-
-def _check_labels(labels, logits) -> None:
-    check_same_shape("labels", labels, logits.shape, "the shape of logits")
-    kind = getattr(getattr(labels, "dtype", None), "kind", None)
-    if kind not in ("b", "i", "u"):
-        raise TypeError(f"labels: expected booleans or integers 0/1 (1 = replaced), "
-                        f"got {getattr(labels, 'dtype', type(labels).__name__)}")
-    if kind != "b" and bool(((labels != 0) & (labels != 1)).any()):
-        raise ValueError(f"labels: expected 0/1 (1 = replaced), got values in [{int(labels.min())}, "
-                         f"{int(labels.max())}]")
 
 
 def binary_cross_entropy_forward(logits, labels, mask=None):
@@ -61,7 +50,7 @@ def binary_cross_entropy_forward(logits, labels, mask=None):
     """
     xp = get_xp(logits, labels)
     check_float("logits", logits)
-    _check_labels(labels, logits)
+    check_mask("labels", labels, logits.shape, "1 = replaced", "the shape of logits")
     if mask is not None:
         check_same_shape("mask", mask, logits.shape, "the shape of logits")
         check_bool("mask", mask)

@@ -23,8 +23,8 @@ Shapes: logits (..., V), targets (...) integers; flattened to N = prod(...) rows
 Stored vs recomputed: the cache keeps log p (N, V); softmax = exp(log p) is
 recomputed in backward (one pass) rather than stored as a second (N, V) array.
 
-This is the plain form. The training step calls a twin with the same arguments
-and cache (functional/_kernels/cross_entropy.py); a test ties the two.
+This is the plain form. The speed wing has a twin with the same arguments and
+cache (minitransformer/fast/kernels/cross_entropy.py); a test ties the two.
 """
 from __future__ import annotations
 

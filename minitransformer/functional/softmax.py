@@ -24,8 +24,8 @@ Shapes: x (..., n, ...), the n entries along ``axis`` (the last by default);
 y, z, dy, dz, dx like x. In comments, "(..., n, ...)" is x's shape and
 "(..., 1, ...)" one entry per row.
 
-This is the plain form. The training step calls a fused twin with the same
-arguments and cache (functional/_kernels/softmax.py); a test ties the two.
+This is the plain form. The speed wing has a fused twin with the same arguments
+and cache (minitransformer/fast/kernels/softmax.py); a test ties the two.
 """
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ faster route, the same on every array module:
 The row reductions use einsum, not a BLAS product with a vector of ones (as fast,
 and col_sum does use it): einsum reduces each row on its own, in the same order
 whatever the rows around it, so a kernel run on blocks of rows
-(functional/_kernels/rowblocks.py) gives the very same bits as one run on the whole
+(fast/kernels/rowblocks.py) gives the very same bits as one run on the whole
 array. A BLAS product groups rows into its own tiles, and its last bits change
 with the blocking.
 
