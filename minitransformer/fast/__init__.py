@@ -22,7 +22,9 @@ the core's ``train``). What is here, and what each piece buys: docs/speed.md.
 - ``trainer.py``: ``train``, the core loop with the twins, data parallelism and malloc tuning;
 - ``data_parallel.py``, ``workers.py``: the batch in parts over model replicas, the
   replicas past the first in forked worker processes;
-- ``perf.py``: process settings (glibc's malloc thresholds, OpenBLAS's thread count).
+- ``perf.py``: process settings (glibc's malloc thresholds, OpenBLAS's thread count);
+- ``cuda_adamw.py``: ``FusedAdamW``, AdamW in one CUDA kernel per parameter (on a GPU,
+  ``train`` uses it and leaves the NumPy twins off).
 """
 from __future__ import annotations
 
