@@ -58,3 +58,19 @@ def test_the_rendered_rubric_names_every_check_and_says_the_numerical_check_is_n
     for item in items("attention"):
         assert f"{item.points:g} points: {item.name}" in text
     assert "not scored" in text
+
+
+@pytest.mark.parametrize("a", [a.id for a in ASSIGNMENTS if any(i.name.startswith("inputs and") for i in items(a.id))])
+def test_inputs_left_unchanged_earn_nothing_when_no_value_is_right(a):
+    """A stub that returns zeros leaves its inputs alone: that promise is worth nothing alone."""
+    outcomes = {key: (key[1] == UNCHANGED) for key in _all_right(a)}
+    earned, lines = score(a, outcomes)
+    assert earned == 0
+    assert not any(line.startswith("  ok") for line in lines)
+    one_right = dict(outcomes)
+    main = CASES[a][0]
+    one_right.update({(main.name, t.replace("*", "W")): True for t in main.tensors})
+    integrity = next(i for i in items(a) if i.name.startswith("inputs and"))
+    main_points = sum(i.points for i in items(a) if i.name.startswith(main.name + " ·"))
+    assert score(a, one_right)[0] == pytest.approx(main_points + integrity.points)
+    assert "computes nothing changes nothing" in render(a)

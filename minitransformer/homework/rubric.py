@@ -3,7 +3,9 @@
     main case      one check for the forward ("out"; not for a Module, whose forward is
                    given), one for each gradient (a Module's parameters: one check)
     further cases  one check each (homework/cases.py): every tensor of the case right
-    integrity      one check: no input and no upstream gradient modified, in any case
+    integrity      half a check: no input and no upstream gradient modified, in any case;
+                   earned only beside at least one passed value check (a stub that
+                   returns zeros keeps its inputs but has computed nothing)
 
 A check passes when every outcome it covers is True (over every drawn example); a
 wrong tensor earns nothing for its check, and nothing else is lost for it. The
@@ -95,12 +97,18 @@ def _fits(tensor, pattern, item) -> bool:
 
 def score(assignment_id: str, outcomes: dict) -> tuple[float, list]:
     """(points earned, report lines "  ok   2.50/2.50  name") of one assignment."""
+    checks = [(item, passed(item, outcomes)) for item in items(assignment_id)]
+    any_value = any(ok for item, ok in checks if not _is_integrity(item))
     earned, lines = 0.0, []
-    for item in items(assignment_id):
-        ok = passed(item, outcomes)
+    for item, ok in checks:
+        ok = ok and (any_value or not _is_integrity(item))
         earned += item.points if ok else 0.0
         lines.append(f"  {'ok' if ok else 'FAIL':<4} {item.points if ok else 0:5.2f}/{item.points:<5.2f} {item.name}")
     return round(earned, 2), lines
+
+
+def _is_integrity(item: Item) -> bool:
+    return any(tensor == UNCHANGED for _, tensor in item.covers)
 
 
 def render(assignment_id: str) -> str:
@@ -111,4 +119,7 @@ def render(assignment_id: str) -> str:
     lines += [f"- {item.points:g} points: {item.name}" for item in items(assignment_id)]
     lines += ["", "The numerical gradient check is shown in the report but not scored: the comparison "
               "with the reference decides each gradient."]
+    if any(_is_integrity(item) for item in items(assignment_id)):
+        lines += ["", "Inputs left unchanged count only beside at least one right value: code that "
+                  "computes nothing changes nothing."]
     return "\n".join(lines)
