@@ -319,13 +319,25 @@ def test_check_class_writes_a_gradebook_and_a_hang_costs_its_budget_once(tmp_pat
                extra={"relu.py": "def relu_forward(x):\n    while True:\n        pass\n"})
     start = time.monotonic()
     assert main(["homework", "check-class", str(subs), "softmax", "relu", "--out", str(tmp_path / "grades"),
-                 "--jobs", "2", "--timeout", "2", "--budget", "3"]) == 0
+                 "--jobs", "2", "--timeout", "2", "--budget", "3", "--seed", "8613"]) == 0
     assert time.monotonic() - start < 20
     rows = (tmp_path / "grades" / "gradebook.csv").read_text().splitlines()
     assert rows[0] == "student,relu,softmax,total,notes"                    # the table's order
     assert rows[1].startswith("alice,0.0,5.0,5.0") and rows[2].startswith("bob,0.0,0.0,0")
     bob = json.loads((tmp_path / "grades" / "bob.json").read_text())
     assert [t["output"].splitlines()[1].strip()[:9] for t in bob["tests"]] == ["timed out", "timed out"]
+
+
+@pytest.mark.parametrize("command", [["check-class", "SUBS", "softmax", "--out", "OUT"],
+                                     ["autograder", "softmax", "--out", "OUT/autograder.zip"]])
+def test_a_class_is_never_graded_on_the_public_seed_by_default(tmp_path, capsys, command):
+    """Seed 0's inputs and results ship in every student's copy: grading a class needs the secret."""
+    (tmp_path / "SUBS").mkdir()
+    argv = [str(tmp_path / a) if a.startswith(("SUBS", "OUT")) else a for a in command]
+    assert main(["homework", *argv]) == 2
+    err = capsys.readouterr().err
+    assert f"{command[0]}: give the graded inputs' secret seed, --seed N or --seed-file F" in err
+    assert not (tmp_path / "OUT").exists()
 
 
 def test_code_outside_the_bodies_is_named_and_not_run(tmp_path):

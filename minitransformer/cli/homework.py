@@ -78,8 +78,17 @@ def _check(args) -> int:
     return 0 if all_passed(results) else 1
 
 
+def _require_secret_seed(args, command: str) -> None:
+    """A class is graded on inputs its students have not seen: the public seed 0's inputs and
+    results ship in every student's copy, so a shared table of them would pass."""
+    if args.seed is None and not args.seed_file:
+        raise KeyError(f"{command}: give the graded inputs' secret seed, --seed N or --seed-file F "
+                       "(the public seed 0's inputs and results ship in every student's copy)")
+
+
 def _check_class(args) -> int:
     from ..homework.classroom import grade_class
+    _require_secret_seed(args, "check-class")
     start = time.perf_counter()
     select(args.assignments)
     if not Path(args.submissions).is_dir():
@@ -93,8 +102,7 @@ def _check_class(args) -> int:
 
 def _autograder(args) -> int:
     from ..homework.autograder import build
-    if args.seed is None and not args.seed_file:
-        raise KeyError("autograder: give the graded inputs' secret seed, --seed N or --seed-file F")
+    _require_secret_seed(args, "autograder")
     path = build(args.assignments, args.out, seed=_seed(args), timeout=args.timeout, budget=args.budget)
     print(f"wrote {path}: upload it as the Gradescope autograder (setup.sh, run_autograder, the wheel)")
     return 0
@@ -119,7 +127,8 @@ def _grading_options(p, *, seed_default=0) -> None:
     p.add_argument("--memory-mb", type=cli_integer(64), default=1024,
                    help="address space the student's process may add, in MiB (default: 1024)")
     p.add_argument("--seed", type=cli_integer(0), default=seed_default,
-                   help="seed of the graded inputs: the instructor's secret (default: 0, the public one)")
+                   help="seed of the graded inputs: the instructor's secret "
+                        + ("(default: 0, the public one)" if seed_default == 0 else "(required, or --seed-file)"))
     p.add_argument("--seed-file", help="a file holding the seed (an integer, or JSON with a \"seed\")")
 
 
@@ -142,7 +151,7 @@ def add_homework_arguments(p) -> None:
     k.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: all")
     k.add_argument("--out", default="gradebook", help="where the JSONs and gradebook.csv go (default: gradebook)")
     k.add_argument("--jobs", type=cli_integer(1), default=1, help="submissions graded at once (default: 1)")
-    _grading_options(k)
+    _grading_options(k, seed_default=None)
     g = sub.add_parser("autograder", help="Gradescope's autograder zip (setup.sh, run_autograder, a wheel)")
     g.add_argument("assignments", nargs="+", metavar="ASSIGNMENT", help='assignment ids, or "all"')
     g.add_argument("--out", required=True, help="the zip to write, e.g. autograder.zip")
