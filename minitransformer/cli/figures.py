@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..plots import activations, alibi, gqa, gradients, masks, positions, training
+from ..plots import activations, alibi, costs, gqa, gradients, masks, positions, training
 from ..validate import check_int, check_writable_dir
 from ..validate import cli_integer
 
@@ -293,6 +293,7 @@ FIGURES = (
     ("patterns", "attention_patterns.png", _draw(masks.attention_patterns)),
     ("alibi", "alibi_bias.png", _draw(alibi.alibi_figure)),
     ("gqa", "gqa_heads.png", _draw(gqa.gqa_figure)),
+    ("costs", "decoder_costs.png", _draw(costs.costs_figure)),
     ("attention-head", "attention_head.png", _attention_head),
     ("attention-grid", "attention_grid.png", _attention_grid),
     ("residual", "residual_stream.png", _residual),
