@@ -21,7 +21,8 @@ be all round-off; erfc keeps its relative accuracy in the right tail where ``1 -
 would be 0. Negative arguments use erf(-a) = -erf(a) and erfc(-a) = 2 - erfc(a).
 
 S is a rational function P(a) / Q(a), deg Q = deg P + 1 (so S ≈ 1/a at infinity),
-fitted once, offline, in 45-digit arithmetic (mpmath): linearised least squares
+fitted once, offline, in 45-digit arithmetic (mpmath, by the script
+docs/derivations/fit_erf_coefficients.py): linearised least squares
 (P - S·Q) on 300-400 nodes, iteratively reweighted (Lawson) towards the smallest
 maximum of the relative errors of erf and erfc over [0, A]. Its error there is
 below 5e-17 (float64 table, deg 9/10) and 5e-9 (float32 table, deg 4/5: float32

@@ -1,6 +1,6 @@
 # Fits the rational function S(a) = (1 - erfcx(a)) / a that functional/erf.py uses
 # (float64: degree 9/10, float32: degree 4/5) with mpmath at 45 digits. Not run in CI;
-# needs `pip install mpmath`. Run: python tools/fit_erf_coefficients.py DEGREE RANGE NPTS ITERS
+# needs `pip install mpmath`. Run: python docs/derivations/fit_erf_coefficients.py DEGREE RANGE NPTS ITERS
 import mpmath as mp, sys
 mp.mp.dps = 45
 SQPI = mp.sqrt(mp.pi)
@@ -43,7 +43,7 @@ def fit(n, m, A, npts=300, iters=15, k=2, verbose=False):
         lw = [lw[i]*errs[i]/tot for i in range(npts)]
     return best
 
-if __name__ == "__main__":  # python tools/fit_erf_coefficients.py DEGREE RANGE NPTS ITERS, e.g. 9 6.0 300 15
+if __name__ == "__main__":  # python docs/derivations/fit_erf_coefficients.py DEGREE RANGE NPTS ITERS, e.g. 9 6.0 300 15
     n=int(sys.argv[1]); A=float(sys.argv[2])
     e,p,q = fit(n, n+1, A, npts=int(sys.argv[3]), iters=int(sys.argv[4]))
     print("err", mp.nstr(e,5))

