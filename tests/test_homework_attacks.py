@@ -23,7 +23,8 @@ import pytest
 
 from minitransformer.cli import main
 from minitransformer.homework.grade import grade
-from minitransformer.homework.sandbox import Limits
+from minitransformer.homework import child
+from minitransformer.homework.sandbox import Limits, confinement_note
 
 REFERENCE = Path(__file__).resolve().parents[1] / "minitransformer"
 FAST = Limits(timeout=6.0, budget=20.0)
@@ -161,6 +162,97 @@ def test_the_installed_reference_cannot_be_changed_for_the_next_student(tmp_path
     assert hashlib.sha256(checks.read_bytes()).hexdigest() == before
     innocent = honest(submission(tmp_path / "b", FALLBACK))["softmax"]       # the next student: as before
     assert innocent["status"] == "not implemented", innocent
+
+
+def test_reaching_past_the_audit_hook_writes_and_reads_nothing(tmp_path):
+    """The hook's rules were module globals of the child (its __main__) and its closure was one
+    gc.get_objects() away: rebinding them let graded code write where the OS user may. Now the
+    rules sit in the closure, gc's walks are refused, and the kernel (Landlock) refuses anyway."""
+    drop = tmp_path / "drop"
+    drop.mkdir()
+    os.chmod(drop, 0o777)                                         # even `nobody` may write here
+    body = f"""
+    import os, sys
+    tried = []
+    main = sys.modules.get("__main__")
+    for name in ("REFUSED", "WRITE_FLAGS"):
+        if hasattr(main, name):
+            setattr(main, name, () if name == "REFUSED" else 0)
+    try:
+        import gc
+        for f in [o for o in gc.get_objects() if getattr(o, "__name__", "") in ("hook", "readable")]:
+            for cell in getattr(f, "__closure__", None) or ():
+                if isinstance(cell.cell_contents, tuple):
+                    cell.cell_contents = ("/",)
+    except Exception as e:
+        tried.append(type(e).__name__)
+    for path in ({str(drop / "pwned")!r}, {str(REFERENCE / "functional" / "softmax.py")!r}):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o666)
+            os.write(fd, b"tampered")
+            tried.append("wrote")
+        except OSError as e:
+            tried.append(type(e).__name__)
+    raise RuntimeError(str(tried))
+    """
+    before = hashlib.sha256((REFERENCE / "functional" / "softmax.py").read_bytes()).hexdigest()
+    result = honest(submission(tmp_path / "s", body, backward_body=CORRECT_BACKWARD))["softmax"]
+    assert result["score"] == 0 and "wrote" not in result["message"], result["message"]
+    assert "PermissionError" in result["message"]
+    assert not (drop / "pwned").exists()
+    assert hashlib.sha256((REFERENCE / "functional" / "softmax.py").read_bytes()).hexdigest() == before
+
+
+LANDLOCK_PROBE = """
+import json, os, sys
+from minitransformer.homework import child
+allowed, outside, drop = sys.argv[1:4]
+abi = child.landlock([allowed])
+seen = {}
+def attempt(name, act):
+    try:
+        act()
+        seen[name] = "allowed"
+    except PermissionError:
+        seen[name] = "refused"
+attempt("read inside", lambda: open(os.path.join(allowed, "in.txt")).read())
+attempt("read outside", lambda: open(outside).read())
+attempt("list outside", lambda: os.listdir(os.path.dirname(outside)))
+attempt("write inside", lambda: open(os.path.join(allowed, "new.txt"), "w"))
+attempt("write outside", lambda: open(os.path.join(drop, "new.txt"), "w"))
+attempt("remove inside", lambda: os.remove(os.path.join(allowed, "in.txt")))
+attempt("signal the parent", lambda: os.kill(os.getppid(), 0))
+print(json.dumps({"abi": abi, "seen": seen}))
+"""
+
+
+@pytest.mark.skipif(child.landlock_abi() == 0, reason="this kernel has no Landlock (Linux >= 5.13)")
+def test_the_kernel_confines_the_child_where_the_audit_hook_cannot(tmp_path):
+    """Landlock, without the hook: read under the roots only; create, write, remove nothing,
+    anywhere, even as root; no signal outside (ABI 6). A second process, so this one stays free."""
+    allowed, drop = tmp_path / "allowed", tmp_path / "drop"
+    allowed.mkdir(), drop.mkdir()
+    (allowed / "in.txt").write_text("numbers")
+    outside = tmp_path / "secret.txt"
+    outside.write_text("the seed")
+    done = subprocess.run([sys.executable, "-c", LANDLOCK_PROBE, str(allowed), str(outside), str(drop)],
+                          capture_output=True, text=True, timeout=60, cwd=REFERENCE.parent)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["abi"] == child.landlock_abi() > 0
+    expected = {"read inside": "allowed", "read outside": "refused", "list outside": "refused",
+                "write inside": "refused", "write outside": "refused", "remove inside": "refused",
+                "signal the parent": "refused" if report["abi"] >= 6 else "allowed"}
+    assert report["seen"] == expected
+    assert not (drop / "new.txt").exists() and (allowed / "in.txt").exists()
+
+
+def test_without_landlock_the_grader_says_what_holds_the_child(monkeypatch):
+    monkeypatch.setattr(child, "landlock_abi", lambda: 0)
+    note = confinement_note()
+    assert os.name != "posix" or ("no Landlock" in note and "audit hook" in note)
+    monkeypatch.setattr(child, "landlock_abi", lambda: 7)
+    assert confinement_note() is None
 
 
 def test_memory_is_bounded(tmp_path):

@@ -61,12 +61,23 @@ def _limits(args):
     return Limits(timeout=args.timeout, budget=args.budget, memory_mb=args.memory_mb)
 
 
+def _confinement_note() -> None:
+    """For the instructor: what confines the student's process where the kernel does not
+    (a student checking their own copy is grading their own code: no note)."""
+    from ..homework.expected import in_student_copy
+    from ..homework.sandbox import confinement_note
+    note = None if in_student_copy() else confinement_note()
+    if note:
+        print(note, file=sys.stderr)
+
+
 def _check(args) -> int:
     from ..homework.grade import grade, require_folder
     from ..homework.report import all_passed, format_notes, format_result, summary, write_gradescope
     start = time.perf_counter()
     select(args.assignments)
     require_folder(args.dir)
+    _confinement_note()
     seed, notes = _seed(args), []
     results = grade(args.dir, args.assignments, limits=_limits(args), seed=seed, notes=notes,
                     progress=lambda r: print(format_result(r), flush=True))
@@ -93,6 +104,7 @@ def _check_class(args) -> int:
     select(args.assignments)
     if not Path(args.submissions).is_dir():
         raise FileNotFoundError(f"{args.submissions}: not a folder of submission folders")
+    _confinement_note()
     csv = grade_class(args.submissions, args.assignments, args.out, jobs=args.jobs, limits=_limits(args),
                       seed=_seed(args),
                       progress=lambda name, r: print(f"{name:<24} {r['score']:g}/{r['max_score']}", flush=True))

@@ -5,11 +5,15 @@ needs only the standard library and NumPy and never imports the reference. In or
 
     1. take the private channel (two pipe fds), cap what print() may write
     2. import NumPy and the standard library the copy needs, while they are readable
-    3. set the limits (address space, CPU time, file size, no core), drop to the
+    3. set the limits (address space, CPU time, file size, no core)
+    4. on Linux, Landlock: the kernel lets this process read only the student's copy,
+       NumPy and the standard library, and create, write, remove, connect, signal and
+       trace nothing outside itself, irrevocably (the wall); then drop to the
        unprivileged user when started as root, forbid new processes and threads
-    4. install the audit hook (PEP 578): no open outside the student's copy, NumPy and
-       the standard library, nothing written, no process, socket, signal or ctypes
-    5. sys.path = the student's copy + the standard library, then serve requests
+    5. install the audit hook (PEP 578), the same rules checked in Python, with a
+       message that names them (a tripwire: code in the process can reach past it,
+       through NumPy's raw memory access if nothing else, never past the kernel)
+    6. sys.path = the student's copy + the standard library, then serve requests
 
 A request names a function of the copy ("functional.norm:layernorm_forward"), a
 method of an object it returned, or one of the few helpers below; the reply holds
@@ -212,6 +216,71 @@ def _drop(config) -> None:
         pass
 
 
+# ------------------------------------------------------------------ Landlock (Linux >= 5.13)
+LANDLOCK_SYSCALLS = (444, 445, 446)   # create_ruleset, add_rule, restrict_self: one number on every arch
+READ_FILE, READ_DIR = 1 << 2, 1 << 3
+FS_RIGHTS = {1: 13, 2: 14, 3: 15, 4: 15}  # ABI -> how many filesystem rights it knows (16 from ABI 5)
+PR_SET_NO_NEW_PRIVS = 38
+
+
+def _syscall():
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    return ctypes, libc
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version; 0 where there is none (not Linux, older than 5.13, or off)."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    try:
+        ctypes, libc = _syscall()
+        abi = libc.syscall(LANDLOCK_SYSCALLS[0], None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    except (ImportError, OSError, AttributeError):
+        return 0
+    return max(int(abi), 0)
+
+
+def landlock(roots) -> int:
+    """Confine this process for good: read only under ``roots``; every other filesystem right
+    (write, create, remove, rename, truncate, device ioctl) refused everywhere; from ABI 4 no
+    TCP bind or connect; from ABI 6 no signal to, and no abstract socket of, a process outside
+    this one (ptrace is refused outside from ABI 1). Files already open stay usable (the
+    channel, the capped output). Returns the ABI used, 0 where the kernel has no Landlock;
+    OSError when it has one and refuses the rules (then nothing is graded unconfined)."""
+    abi = landlock_abi()
+    if abi == 0:
+        return 0
+    ctypes, libc = _syscall()
+    create, add_rule, restrict = LANDLOCK_SYSCALLS
+    handled = (1 << FS_RIGHTS.get(abi, 16)) - 1
+    attr = struct.pack("=QQQ", handled, 0b11 if abi >= 4 else 0, 0b11 if abi >= 6 else 0)
+    size = 8 if abi < 4 else 16 if abi < 6 else 24           # the struct as this ABI defines it
+    ruleset = libc.syscall(create, ctypes.create_string_buffer(attr[:size], size), ctypes.c_size_t(size),
+                           ctypes.c_uint32(0))
+    if ruleset < 0:
+        raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
+    try:
+        for root in dict.fromkeys(os.path.realpath(r) for r in roots):
+            if not os.path.exists(root):
+                continue
+            fd = os.open(root, os.O_PATH | os.O_CLOEXEC)
+            try:
+                rights = READ_FILE | (READ_DIR if os.path.isdir(root) else 0)
+                rule = ctypes.create_string_buffer(struct.pack("=Qi", rights, fd), 12)   # packed
+                if libc.syscall(add_rule, ctypes.c_int(ruleset), ctypes.c_int(1), rule, ctypes.c_uint32(0)):
+                    raise OSError(ctypes.get_errno(), f"landlock_add_rule {root}")
+            finally:
+                os.close(fd)
+        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) or \
+                libc.syscall(restrict, ctypes.c_int(ruleset), ctypes.c_uint32(0)):
+            raise OSError(ctypes.get_errno(), "landlock_restrict_self")
+    finally:
+        os.close(ruleset)
+    return abi
+
+
 REFUSED = ("subprocess.", "os.system", "os.exec", "os.spawn", "os.posix_spawn", "os.fork", "os.forkpty",
            "os.startfile", "os.kill", "os.killpg", "signal.pthread_kill", "socket.", "ctypes.",
            "resource.setrlimit", "resource.prlimit", "os.remove", "os.rename", "os.rmdir", "os.mkdir",
@@ -221,34 +290,48 @@ REFUSED = ("subprocess.", "os.system", "os.exec", "os.spawn", "os.posix_spawn", 
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_TRUNC", 0)
 
 
-def install_hook(roots) -> None:
-    """Refuse what a graded function has no need of; ``roots``: the folders it may read."""
+def install_hook(roots, refused=REFUSED + ("gc.get_",), write_flags=WRITE_FLAGS) -> None:
+    """Refuse what a graded function has no need of; ``roots``: the folders it may read.
+
+    The rules live in the hook's closure, not in module globals the student's code can
+    rebind, and the hook calls no method of a value the student made: a path, mode or
+    flag must be exactly a str, bytes or int (a path object's __fspath__ or __repr__, or a
+    str subclass's methods, would run the student's code inside the hook)."""
     roots = tuple(os.path.join(os.path.realpath(r), "") for r in roots)
 
     def readable(path) -> bool:
-        if isinstance(path, int):
+        if type(path) is int:
             return True
+        if type(path) not in (str, bytes):
+            return False
         full = os.path.join(os.path.realpath(os.fsdecode(path)), "")
         return full.startswith(roots)
 
+    def named(path) -> str:
+        return repr(path) if type(path) in (str, bytes, int) else f"a {type(path).__name__} path"
+
     def hook(event, args):
-        if event.startswith(REFUSED):
+        if event.startswith(refused):
             raise PermissionError(f"the grader does not allow {event} in graded code")
         if event == "open":
             path, mode, flags = (tuple(args) + (None, None))[:3]
-            writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or \
-                (isinstance(flags, int) and flags & WRITE_FLAGS)
-            if writes and not isinstance(path, int):
+            writes = (type(mode) is str and any(c in mode for c in "wax+")) or \
+                (type(flags) is int and flags & write_flags)
+            if writes and type(path) is not int:
                 raise PermissionError("the grader does not allow writing files in graded code")
             if path is not None and not readable(path):
-                raise PermissionError(f"the grader does not allow opening {path!r} in graded code")
+                raise PermissionError(f"the grader does not allow opening {named(path)} in graded code")
         elif event in ("os.listdir", "os.scandir") and args and args[0] is not None \
-                and not readable(args[0] or "."):
-            raise PermissionError(f"the grader does not allow listing {args[0]!r} in graded code")
+                and not readable(args[0] or "." if type(args[0]) in (str, bytes) else args[0]):
+            raise PermissionError(f"the grader does not allow listing {named(args[0])} in graded code")
         elif event == "import":
-            bad = [p for p in (args[2] or ()) if isinstance(p, str) and not readable(p or ".")]
+            paths = args[2] if len(args) > 2 else None
+            if paths is None:
+                return
+            bad = [p for p in paths if type(p) is not str or not readable(p or ".")] \
+                if type(paths) is list else [paths]
             if bad:
-                raise ImportError(f"the grader does not allow imports from {bad[0]!r} in graded code")
+                raise ImportError(f"the grader does not allow imports from {named(bad[0])} in graded code")
     sys.addaudithook(hook)
 
 
@@ -364,9 +447,11 @@ def main(config: dict) -> None:
             pass
     sys.path = [config["student"]] + [p for p in sys.path if p and p != config["numpy_site"]]
     _limits(config)
+    roots = [config["student"], os.path.dirname(numpy.__file__)] + sys.path[1:]
+    abi = landlock(roots)                               # before the drop: root can still open every root
     _drop(config)
-    install_hook([config["student"], os.path.dirname(numpy.__file__)] + sys.path[1:])
-    write_frame(wfd, {"id": "ready", "value": os.getpid()}, [])
+    install_hook(roots)
+    write_frame(wfd, {"id": "ready", "value": os.getpid(), "landlock": abi}, [])
     Server(config["package"]).serve(rfd, wfd)
 
 

@@ -4,8 +4,9 @@
 with the student's copy on its path and nothing of this installation: its own
 session (process group), a fresh empty working folder, stdin from /dev/null,
 stdout and stderr into a capped file that is never parsed, and two pipes as the
-private channel. As root it runs as ``nobody``; everywhere an audit hook confines
-it (child.py). ``sandbox.function("functional.norm:layernorm_forward")`` is a
+private channel. On Linux the kernel confines it (Landlock: read-only, under its
+roots); as root it runs as ``nobody``; everywhere an audit hook names what it
+refuses (child.py). ``sandbox.function("functional.norm:layernorm_forward")`` is a
 callable that runs the student's function there on the arrays it is given and
 returns arrays (a cache or a Module comes back as a ``Handle``, to send back
 later). ``sandbox.module(...)`` wraps a Module living there in the interface
@@ -92,6 +93,17 @@ ALWAYS_PRELOADED = ("__future__", "abc", "collections", "contextlib", "copy", "d
                     "numpy.lib.stride_tricks")
 
 
+def confinement_note():
+    """None where the kernel confines the student's process (Landlock); else the line that says
+    what holds it instead, for the grader's commands to print once."""
+    if not POSIX or child.landlock_abi() > 0:
+        return None
+    user = "the user nobody" if child_user() else "your own user (grade as root to run it as nobody)"
+    return ("note: this kernel has no Landlock (Linux 5.13 or later): the student's process runs as "
+            f"{user}, with rlimits and an audit hook that code inside the process can get past; "
+            "it can read and write what that user can")
+
+
 class Sandbox:
     def __init__(self, copy_dir, limits: Limits = Limits(), *, package: str = "minitransformer"):
         self.limits, self.deadline, self.proc = limits, time.monotonic() + limits.timeout, None
@@ -130,6 +142,7 @@ class Sandbox:
         self._call_id = 0
         header, _ = self._receive("ready")
         self.pid = self.proc.pid
+        self.landlock = header.get("landlock") if type(header.get("landlock")) is int else 0   # as the child says
 
     # ------------------------------------------------------------- the channel
     def _wait_readable(self) -> None:
