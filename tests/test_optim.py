@@ -197,15 +197,16 @@ def test_float32_params_keep_float32_state_and_follow_float64(make):
 ])
 def test_step_allocates_no_arrays(make):
     # NumPy reports its array buffers to tracemalloc: one step must not allocate
-    # anything near the size of a parameter (40 kB here); a few Python objects only.
-    params = make_params(0, [(100, 100), (100,)], dtype=np.float32)
+    # anything near the size of a parameter (400 kB here), only Python objects and, on
+    # NumPy 1.x, the reduction's fixed 32 kB ufunc buffer (8192 float32) of the finite check.
+    params = make_params(0, [(1000, 100), (100,)], dtype=np.float32)
     opt = make(params)
     opt.step()
     tracemalloc.start()
     opt.step()
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    assert peak < 4_000
+    assert peak < params[0][1].nbytes // 10                     # 40 kB: a tenth of the weight
 
 
 @pytest.mark.parametrize("make", [
