@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .assignments import select
 from .grade import grade
-from .report import gradescope
+from .report import gradescope, printable
 from .sandbox import Limits
 
 
@@ -32,6 +32,13 @@ def _grade_one(args) -> tuple:
     return submission.name, results, notes
 
 
+def cell(text: str) -> str:
+    """A text cell of the gradebook: on one line, and never read as a formula by a spreadsheet
+    (a file named "=HYPERLINK(...).py" lands in the notes)."""
+    text = printable(text)
+    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
+
+
 def grade_class(folder, ids=(), out="gradebook", *, jobs: int = 1, limits: Limits = Limits(),
                 seed: int = 0, progress=None) -> Path:
     """Grade every submission in ``folder``; write out/<student>.json and out/gradebook.csv."""
@@ -45,8 +52,8 @@ def grade_class(folder, ids=(), out="gradebook", *, jobs: int = 1, limits: Limit
             report = gradescope(results, notes)
             (out / f"{name}.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
             by_id = {r["id"]: r for r in results}
-            rows.append([name] + [by_id[a.id]["score"] if a.id in by_id else 0 for a in assignments]
-                        + [report["score"], "; ".join(notes)[:300]])
+            rows.append([cell(name)] + [by_id[a.id]["score"] if a.id in by_id else 0 for a in assignments]
+                        + [report["score"], cell("; ".join(notes)[:300])])
             if progress:
                 progress(name, report)
     with open(out / "gradebook.csv", "w", newline="", encoding="utf-8") as f:

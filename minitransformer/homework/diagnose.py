@@ -3,6 +3,8 @@
 ``compare(name, student, reference, ...)`` returns a ``Row``: name, shape, max abs
 error, relative error, OK / NOT OK, and a diagnosis. The diagnoses, tried in order:
 
+    wrong kind            a mask that is not bool; numbers given as bool (every nonzero number
+                          is True) or complex
     wrong shape           (expected vs given; with "summed over axis a" when summing fixes it)
     NaN / inf present
     transposed            student ≈ ref.T (2-D) or ref.swapaxes(-1, -2)
@@ -35,7 +37,9 @@ class Row:
 
 
 def errors(s, r) -> tuple[float, float]:
-    """(max abs error, relative error = max abs error / max(|s|, |r|))."""
+    """(max abs error, relative error = max abs error / max(|s|, |r|)); bool and integer arrays as
+    their numbers (True is 1), so a mask is measured too."""
+    s, r = (a.astype(np.float64) if a.dtype.kind in "bui" else a for a in (np.asarray(s), np.asarray(r)))
     if s.size == 0:
         return 0.0, 0.0
     abs_err = float(np.max(np.abs(s - r)))
@@ -54,10 +58,13 @@ def compare(name, student, reference, *, factors=None, masked=None, tol=TOL) -> 
     if student is None:
         return Row(name, str(r.shape), float("nan"), float("nan"), False, "returned None")
     s = np.asarray(student)
+    kind = _kind_message(s, r)
+    if kind:
+        return Row(name, str(s.shape), float("nan"), float("nan"), False, kind)
     if s.shape != r.shape:
         return Row(name, str(s.shape), float("nan"), float("nan"), False, _wrong_shape(s, r))
-    if r.dtype == bool or s.dtype == bool:
-        bad = int(np.sum(s.astype(bool) != r.astype(bool)))
+    if r.dtype == bool:
+        bad = int(np.sum(s != r))
         return Row(name, str(r.shape), float(bad), float(bad) / max(r.size, 1), bad == 0,
                    "" if bad == 0 else f"{bad} of {r.size} entries differ")
     s, r = s.astype(np.float64), r.astype(np.float64)
@@ -68,6 +75,16 @@ def compare(name, student, reference, *, factors=None, masked=None, tol=TOL) -> 
     abs_err, rel = errors(s, r)
     ok = rel <= tol
     return Row(name, str(r.shape), abs_err, rel, ok, "" if ok else _diagnose(s, r, factors or {}, masked))
+
+
+def _kind_message(s, r) -> str:
+    """A student's array of the wrong kind of number: a mask must be bool; numbers must not be bool
+    (every nonzero number is True: a bool array would match any reference without zeros) nor complex."""
+    if r.dtype == bool and s.dtype != bool:
+        return f"a {s.dtype} array where a bool mask is expected (True where visible)"
+    if r.dtype != bool and s.dtype.kind not in "iuf":
+        return f"a {s.dtype} array where real numbers ({r.dtype}) are expected"
+    return ""
 
 
 def _wrong_shape(s, r) -> str:

@@ -159,8 +159,8 @@ def _judge(tally, graded, ref, g, student, diagnose) -> None:
         clean = {t: v if _is_array(v) else None for t, v in student.items()}
         messages = diagnose(clean, ref)
         for tensor, row in rows.items():
-            if not row.ok and messages.get(tensor):
-                row.diagnosis = messages[tensor]
+            if not row.ok and messages.get(tensor) and _is_array(student[tensor]):   # not "returned None"
+                row.diagnosis = messages[tensor]                                     # for a dict
     for tensor, row in rows.items():
         tally.add(graded.name, tensor, row)
     if graded.dtype == "float32":
@@ -174,13 +174,20 @@ def _judge(tally, graded, ref, g, student, diagnose) -> None:
 def _unchanged(tally, graded, case, after, g, g_after) -> None:
     """The inputs and the upstream gradient as the child had them after the call, vs what was sent."""
     sent = {**case.inputs, **{k: v for k, v in case.kwargs.items() if isinstance(v, np.ndarray)}}
-    found = [mutation_message(k, before, after[k]) for k, before in sent.items()
-             if isinstance(after.get(k), np.ndarray)]
-    if g is not None and isinstance(g_after, np.ndarray):
-        found.append(mutation_message(_upstream_name(graded), g, g_after, upstream=True))
+    found = [mutation_message(k, before, after.get(k)) if isinstance(after.get(k), np.ndarray)
+             else _not_echoed(k) for k, before in sent.items()]
+    if g is not None:
+        name = _upstream_name(graded)
+        found.append(mutation_message(name, g, g_after, upstream=True) if isinstance(g_after, np.ndarray)
+                     else _not_echoed(name))
     found = [m for m in found if m]
     tally.add(graded.name, UNCHANGED, Row(f"{graded.name} · inputs unchanged", "-", NAN, NAN, not found,
                                           found[0] if found else ""))
+
+
+def _not_echoed(argument) -> str:
+    """An argument that did not come back from the call: it cannot be shown unchanged."""
+    return f"`{argument}` did not come back from the call as an array: it cannot be shown unchanged"
 
 
 def _upstream_name(graded) -> str:
@@ -208,8 +215,10 @@ def _numerical(tally, graded, case, student, module, seed) -> None:
             num = check_pair(student.function(check.forward), student.function(check.backward),
                              {k: np.array(v, copy=True) for k, v in case.inputs.items()},
                              kwargs=case.kwargs, wrt=_wrt(case), seed=seed, max_coords=32)
-    except (StudentError, ValueError, TypeError, IndexError) as e:
-        text = error_text(e) if isinstance(e, StudentError) else f"could not run: {e}"
+    except ChildGone:
+        raise
+    except Exception as e:                   # noqa: BLE001 - the student's values broke the check: shown
+        text = error_text(e) if isinstance(e, StudentError) else f"could not run: {type(e).__name__}: {e}"
         tally.add(graded.name, "numerical", Row(f"{graded.name} · numerical check", "-", NAN, NAN, False,
                                                 text), scored=False, into=tally.numerical)
         return
@@ -243,13 +252,20 @@ def grade_case(tally, graded, index, student, reference, seed, examples) -> None
         if results is not None:
             _judge(tally, graded, ref, g, results,
                    lambda s, r: reference.diagnose(graded, index, e, case, g, s, r))
-            _unchanged(tally, graded, case, after, g, g_after)
+            _unchanged(tally, graded, case, after, g if error is None else None, g_after)
         if error is not None:
+            for tensor in _unjudged(ref, results):       # an exception is no pass: right on an earlier
+                tally.outcomes[(graded.name, tensor)] = False     # example is not right on this one
             tally.errors.append((graded.name, error))
             tally.add(graded.name, RAISED, Row(graded.name, "-", NAN, NAN, False, error_text(error)))
             return
         if e == 0 and _runs_numerical(graded):
             _numerical(tally, graded, case, student, module, seed)
+
+
+def _unjudged(ref: dict, results) -> list:
+    """The reference's tensors the student's call never delivered (it raised first)."""
+    return [t for t, r in ref.items() if r is not None and (results is None or t not in results)]
 
 
 def run(assignment_id: str, student, *, seed: int = 0, examples: int = 3, reference=None) -> dict:

@@ -7,6 +7,12 @@ import os
 from pathlib import Path
 
 
+def printable(text) -> str:
+    """``text`` on one line as it reads: newlines, terminal escapes and bidi overrides written as
+    their escapes (a student's exception message or file name cannot forge a line of the report)."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in str(text))
+
+
 def _num(x) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.2e}"
 
@@ -27,17 +33,17 @@ def format_result(result: dict) -> str:
     with its diagnosis), then the rubric's checks."""
     lines = [f"== {result['id']}: {result['score']:g}/{result['max_score']} ({result['status']})"]
     if result.get("message"):
-        lines.append(f"   {result['message']}")
+        lines.append(f"   {printable(result['message'])}")
     rows = result["rows"]
     if rows:
         width = min(max([44] + [len(r["name"]) for r in rows]), 80)
         lines += [f"   {result.get('tolerance', TOLERANCE)}", header(width)]
     for r in rows:
         verdict = "OK" if r["ok"] else "NOT OK"
-        line = (f"   {r['name']:<{width}} {r['shape']:<16} {_num(r['max_abs_error']):>9} "
+        line = (f"   {printable(r['name']):<{width}} {printable(r['shape']):<16} {_num(r['max_abs_error']):>9} "
                 f"{_num(r['rel_error']):>9}  {verdict}")
         if r.get("diagnosis"):
-            line += f"   DIAGNOSIS: {r['diagnosis']}"
+            line += f"   DIAGNOSIS: {printable(r['diagnosis'])}"
         lines.append(line)
     if result.get("rubric"):
         lines += ["   rubric (all or nothing per check; the numerical check is shown, not scored):"]
@@ -47,7 +53,7 @@ def format_result(result: dict) -> str:
 
 def format_notes(notes: list, at_most: int = 8) -> str:
     """What of the submission was ignored, a line each (the first ``at_most``)."""
-    lines = [f"ignored: {n}" for n in notes[:at_most]]
+    lines = [f"ignored: {printable(n)}" for n in notes[:at_most]]
     if len(notes) > at_most:
         lines.append(f"ignored: ... and {len(notes) - at_most} more")
     return "\n".join(lines)

@@ -24,6 +24,7 @@ import json
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -34,10 +35,11 @@ from pathlib import Path
 import numpy as np
 
 from . import child
-from .child import Handle, decode, encode, read_frame, write_frame
+from .child import MAX_FRAME, MAX_ITEMS, Handle, _read_exact, decode, encode, write_frame
 
 CHILD_SOURCE = Path(child.__file__).read_text(encoding="utf-8")
 POSIX = os.name == "posix"
+MAX_HEADER = 1 << 20          # bytes of a reply's JSON (its arrays travel as bytes beside it)
 
 
 @dataclass(frozen=True)
@@ -57,12 +59,13 @@ class ChildGone(Exception):
 
 
 class StudentError(Exception):
-    """An exception raised by the student's code: its type name, message and place."""
+    """An exception raised by the student's code: its type name, message and place (as long as
+    the child's own description allows: a child that lies about them cannot make them longer)."""
 
     def __init__(self, info: dict):
-        self.type = str(info.get("type", "Exception"))
-        self.where = str(info.get("where", ""))
-        super().__init__(str(info.get("message", "")))
+        self.type = str(info.get("type", "Exception"))[:80]
+        self.where = str(info.get("where", ""))[:300]
+        super().__init__(str(info.get("message", ""))[:500])
 
 
 def child_user():
@@ -164,7 +167,7 @@ class Sandbox:
             timer = threading.Timer(max(self.deadline - time.monotonic(), 0), self.kill)
             timer.start()
         try:
-            header, blobs = read_frame(self._r, self._wait_readable)
+            header, blobs = read_reply(self._r, self._wait_readable)
         except (EOFError, OSError) as e:
             code = self.kill()
             if POSIX and code == -signal.SIGXCPU:
@@ -199,7 +202,7 @@ class Sandbox:
             if "error" in header:
                 raise StudentError(header["error"] if isinstance(header["error"], dict) else {})
             return decode(header.get("value"), blobs, Handle)
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:
             self.kill()
             raise ChildGone("protocol", f"the student's process sent a malformed value: {e}") from e
 
@@ -262,6 +265,32 @@ class Sandbox:
         self.close()
 
 
+def read_reply(fd, wait=None) -> tuple:
+    """(header, blobs) of one message from the child, as child.read_frame, but stricter: the JSON
+    header is bounded before it is parsed (64 MB of "[{},{}..." is gigabytes of Python objects)
+    and nesting too deep for the parser is a malformed message, not the grader's crash."""
+    (n,) = struct.unpack("<Q", _read_exact(fd, 8, wait))
+    if not 4 <= n <= MAX_FRAME:
+        raise ValueError(f"a message of {n} bytes (at most {MAX_FRAME})")
+    body = _read_exact(fd, n, wait)
+    (h,) = struct.unpack("<I", body[:4])
+    if h > min(n - 4, MAX_HEADER):
+        raise ValueError(f"a message header of {h} bytes (at most {MAX_HEADER}; arrays go beside it)")
+    try:
+        header = json.loads(body[4:4 + h].decode())
+    except RecursionError as e:
+        raise ValueError("a message nested too deeply") from e
+    sizes = header.get("sizes") if isinstance(header, dict) else None
+    if not isinstance(sizes, list) or len(sizes) > MAX_ITEMS or \
+            not all(type(s) is int and s >= 0 for s in sizes) or 4 + h + sum(sizes) != n:
+        raise ValueError("a message whose sizes do not add up")
+    blobs, at = [], 4 + h
+    for size in sizes:
+        blobs.append(body[at:at + size])
+        at += size
+    return header, blobs
+
+
 def _echoed(reply) -> tuple:
     """An echo reply as (value, args, kwargs); a reply of another form is the child's fault."""
     if not (isinstance(reply, dict) and set(reply) == {"value", "args", "kwargs"}
@@ -295,6 +324,17 @@ class RemoteModule:
         return grads
 
     def load_state_dict(self, state: dict) -> None:
+        """The reference's initial parameters; the Module must have exactly these (a parameter left
+        out of ``parameters()`` would leave its gradient unchecked)."""
+        mine = {k: v.shape for k, v in self.params.items()}
+        expected = {k: np.shape(v) for k, v in state.items()}
+        if mine != expected:
+            wanted = [f"{k} {expected[k]}" for k in expected if mine.get(k) != expected[k]]
+            found = [f"{k} {mine[k]}" for k in mine if expected.get(k) != mine[k]]
+            raise StudentError({"type": "ValueError", "message": "the module's parameters differ from the "
+                                f"given ones: expected {', '.join(wanted) or 'nothing more'}, found "
+                                f"{', '.join(found) or 'nothing instead'} (the constructor and parameters() "
+                                "are given: change only the graded bodies)"})
         for k in self.params:
             self.params[k][...] = state[k]
 
