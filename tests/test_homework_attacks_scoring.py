@@ -21,7 +21,7 @@ from minitransformer.homework.classroom import cell
 from minitransformer.homework.diagnose import compare
 from minitransformer.homework.grade import reference_source
 from minitransformer.homework.report import format_notes, format_result
-from minitransformer.homework.sandbox import read_reply
+from minitransformer.homework.child import read_frame
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_homework_attacks import CORRECT, CORRECT_BACKWARD, FALLBACK, honest, submission  # noqa: E402
@@ -133,7 +133,7 @@ def test_a_reply_too_deep_or_too_large_to_parse_is_malformed(header, why):
     writer.start()
     try:
         with pytest.raises(ValueError, match=why):
-            read_reply(r)
+            read_frame(r)
     finally:
         os.close(r)                                # a writer still blocked gets EPIPE and ends
         writer.join()

@@ -31,6 +31,7 @@ import struct
 import sys
 
 MAX_FRAME = 64 << 20          # bytes in one message
+MAX_HEADER = 1 << 20          # bytes of its JSON (the arrays travel as bytes beside it)
 MAX_ITEMS = 4096              # values in one message
 KEPT = 4096                   # handles kept in the child before the oldest go
 DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -70,15 +71,20 @@ def _read_exact(fd, n: int, wait=None) -> bytes:
 
 
 def read_frame(fd, wait=None) -> tuple:
-    """(header, blobs); ValueError on anything malformed or oversized."""
+    """(header, blobs); ValueError on anything malformed or oversized. The JSON header is bounded
+    before it is parsed (64 MB of "[{},{}..." is gigabytes of Python objects), and nesting too
+    deep for the parser is a malformed message, not the reader's crash."""
     (n,) = struct.unpack("<Q", _read_exact(fd, 8, wait))
     if n > MAX_FRAME or n < 4:
         raise ValueError(f"a message of {n} bytes (at most {MAX_FRAME})")
     body = _read_exact(fd, n, wait)
     (h,) = struct.unpack("<I", body[:4])
-    if h > n - 4:
-        raise ValueError("a message header longer than the message")
-    header = json.loads(body[4:4 + h].decode())
+    if h > min(n - 4, MAX_HEADER):
+        raise ValueError(f"a message header of {h} bytes in a message of {n} (at most {MAX_HEADER})")
+    try:
+        header = json.loads(body[4:4 + h].decode())
+    except RecursionError as e:
+        raise ValueError("a message nested too deeply") from e
     sizes = header.get("sizes") if isinstance(header, dict) else None
     if not isinstance(sizes, list) or len(sizes) > MAX_ITEMS or \
             not all(type(s) is int and s >= 0 for s in sizes) or 4 + h + sum(sizes) != n:

@@ -24,7 +24,6 @@ import json
 import os
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import tempfile
@@ -35,11 +34,10 @@ from pathlib import Path
 import numpy as np
 
 from . import child
-from .child import MAX_FRAME, MAX_ITEMS, Handle, _read_exact, decode, encode, write_frame
+from .child import Handle, decode, encode, read_frame, write_frame
 
 CHILD_SOURCE = Path(child.__file__).read_text(encoding="utf-8")
 POSIX = os.name == "posix"
-MAX_HEADER = 1 << 20          # bytes of a reply's JSON (its arrays travel as bytes beside it)
 
 
 @dataclass(frozen=True)
@@ -167,7 +165,7 @@ class Sandbox:
             timer = threading.Timer(max(self.deadline - time.monotonic(), 0), self.kill)
             timer.start()
         try:
-            header, blobs = read_reply(self._r, self._wait_readable)
+            header, blobs = read_frame(self._r, self._wait_readable)
         except (EOFError, OSError) as e:
             code = self.kill()
             if POSIX and code == -signal.SIGXCPU:
@@ -263,32 +261,6 @@ class Sandbox:
 
     def __exit__(self, *exc):
         self.close()
-
-
-def read_reply(fd, wait=None) -> tuple:
-    """(header, blobs) of one message from the child, as child.read_frame, but stricter: the JSON
-    header is bounded before it is parsed (64 MB of "[{},{}..." is gigabytes of Python objects)
-    and nesting too deep for the parser is a malformed message, not the grader's crash."""
-    (n,) = struct.unpack("<Q", _read_exact(fd, 8, wait))
-    if not 4 <= n <= MAX_FRAME:
-        raise ValueError(f"a message of {n} bytes (at most {MAX_FRAME})")
-    body = _read_exact(fd, n, wait)
-    (h,) = struct.unpack("<I", body[:4])
-    if h > min(n - 4, MAX_HEADER):
-        raise ValueError(f"a message header of {h} bytes (at most {MAX_HEADER}; arrays go beside it)")
-    try:
-        header = json.loads(body[4:4 + h].decode())
-    except RecursionError as e:
-        raise ValueError("a message nested too deeply") from e
-    sizes = header.get("sizes") if isinstance(header, dict) else None
-    if not isinstance(sizes, list) or len(sizes) > MAX_ITEMS or \
-            not all(type(s) is int and s >= 0 for s in sizes) or 4 + h + sum(sizes) != n:
-        raise ValueError("a message whose sizes do not add up")
-    blobs, at = [], 4 + h
-    for size in sizes:
-        blobs.append(body[at:at + size])
-        at += size
-    return header, blobs
 
 
 def _echoed(reply) -> tuple:
