@@ -8,10 +8,13 @@ forged grade. Each grades one assignment (a second or two).
 """
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
+import multiprocessing
 import os
 import resource
+import signal
 import subprocess
 import sys
 import textwrap
@@ -23,7 +26,7 @@ import pytest
 
 from minitransformer.cli import main
 from minitransformer.homework.grade import grade
-from minitransformer.homework import child
+from minitransformer.homework import child, classroom
 from minitransformer.homework.sandbox import Limits, confinement_note
 
 REFERENCE = Path(__file__).resolve().parents[1] / "minitransformer"
@@ -418,6 +421,27 @@ def test_check_class_writes_a_gradebook_and_a_hang_costs_its_budget_once(tmp_pat
     assert rows[1].startswith("alice,0.0,5.0,5.0") and rows[2].startswith("bob,0.0,0.0,0")
     bob = json.loads((tmp_path / "grades" / "bob.json").read_text())
     assert [t["output"].splitlines()[1].strip()[:9] for t in bob["tests"]] == ["timed out", "timed out"]
+
+
+@pytest.mark.skipif(multiprocessing.get_start_method() != "fork",
+                    reason="the stand-in for a dying worker reaches the workers by fork")
+def test_a_worker_that_dies_costs_only_its_own_submission_and_the_gradebook_is_written(tmp_path, monkeypatch):
+    subs = tmp_path / "subs"
+    for name in ("alice", "mallory", "zoe"):
+        submission(subs / name, CORRECT, backward_body=CORRECT_BACKWARD)
+    real = classroom.grade
+
+    def dying(folder, *args, **kwargs):            # the worker grading mallory dies, as the OOM killer
+        if Path(folder).name == "mallory":         # would have it, each time
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(folder, *args, **kwargs)
+    monkeypatch.setattr(classroom, "grade", dying)
+    gradebook = classroom.grade_class(subs, ["softmax"], tmp_path / "grades", jobs=2, limits=FAST, seed=8613)
+    rows = list(csv.reader(gradebook.read_text().splitlines()))
+    assert [row[0] for row in rows] == ["student", "alice", "mallory", "zoe"]
+    assert float(rows[1][-2]) == float(rows[3][-2]) == 5                  # the others keep their grade
+    assert float(rows[2][-2]) == 0 and "the grading process died twice" in rows[2][-1]
+    assert json.loads((tmp_path / "grades" / "mallory.json").read_text())["score"] == 0
 
 
 @pytest.mark.parametrize("command", [["check-class", "SUBS", "softmax", "--out", "OUT"],

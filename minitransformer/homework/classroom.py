@@ -2,13 +2,17 @@
 
 Submissions are graded ``jobs`` at a time, each in a worker process of this
 (trusted) installation that runs one child for the submission; a hanging
-submission costs its own time budget, once, and delays no other.
+submission costs its own time budget, once, and delays no other. A worker that
+dies (killed, out of memory) breaks the pool for the submissions in flight: they
+are graded again, each alone, and only one that kills its worker again is lost,
+with a note saying so; the gradebook is always written.
 """
 from __future__ import annotations
 
 import csv
 import json
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from .assignments import select
@@ -46,18 +50,36 @@ def grade_class(folder, ids=(), out="gradebook", *, jobs: int = 1, limits: Limit
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     tasks = [(s, [a.id for a in assignments], limits, seed) for s in submissions_in(folder)]
-    rows = []
-    with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
-        for name, results, notes in pool.map(_grade_one, tasks):
-            report = gradescope(results, notes)
-            (out / f"{name}.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-            by_id = {r["id"]: r for r in results}
-            rows.append([cell(name)] + [by_id[a.id]["score"] if a.id in by_id else 0 for a in assignments]
-                        + [report["score"], cell("; ".join(notes)[:300])])
-            if progress:
-                progress(name, report)
+    rows = {}
+
+    def record(name, results, notes):
+        report = gradescope(results, notes)
+        (out / f"{name}.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        by_id = {r["id"]: r for r in results}
+        rows[name] = ([cell(name)] + [by_id[a.id]["score"] if a.id in by_id else 0 for a in assignments]
+                      + [report["score"], cell("; ".join(notes)[:300])])
+        if progress:
+            progress(name, report)
+
+    for task in _in_pool(tasks, jobs, record):      # their worker died: again, each alone
+        if _in_pool([task], 1, record):
+            record(task[0].name, [], ["could not grade: the grading process died twice (killed, or out of memory)"])
     with open(out / "gradebook.csv", "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(["student"] + [a.id for a in assignments] + ["total", "notes"])
-        writer.writerows(rows)
+        writer.writerows(rows[task[0].name] for task in tasks)
     return out / "gradebook.csv"
+
+
+def _in_pool(tasks, jobs: int, record) -> list:
+    """Grade ``tasks`` in a pool of ``jobs`` workers, ``record(name, results, notes)`` in order;
+    returns the tasks lost to a worker that died."""
+    lost = []
+    with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = [pool.submit(_grade_one, task) for task in tasks]
+        for task, future in zip(tasks, futures):
+            try:
+                record(*future.result())
+            except BrokenProcessPool:
+                lost.append(task)
+    return lost
