@@ -258,6 +258,20 @@ def test_without_landlock_the_grader_says_what_holds_the_child(monkeypatch):
     assert confinement_note() is None
 
 
+def test_a_backward_that_changes_the_forwards_input_through_the_cache_loses_the_promise(tmp_path):
+    """The cache (an object, as the package's caches are: it stays in the student's process)
+    holds the caller's x itself: the backward zeroing it in place is caught after the backward
+    (the forward left it alone), and only the promise's half check is lost."""
+    forward = CORRECT.replace("return y, (y, axis)", "import types\nreturn y, types.SimpleNamespace(y=y, axis=axis, x=x)")
+    backward = ("y, axis, x = cache.y, cache.axis, cache.x\nx[...] = 0.0\n"
+                "return y * (dy - (dy * y).sum(axis, keepdims=True))")
+    result = honest(submission(tmp_path / "s", forward, backward_body=backward))["softmax"]
+    promise = [row for row in result["rows"] if row["name"].endswith("inputs unchanged") and not row["ok"]]
+    assert promise and "your backward changed the forward's input `x` in place through the cache" \
+        in promise[0]["diagnosis"]
+    assert result["score"] == pytest.approx(5 - 0.56), result["rubric"]
+
+
 def test_memory_is_bounded(tmp_path):
     body = "import numpy as np\nhog = np.ones(3 * 2**30 // 8)\nhog[::4096] = 2\n" + FALLBACK
     result = honest(submission(tmp_path / "s", body), limits=Limits(timeout=6.0, budget=20.0, memory_mb=512))

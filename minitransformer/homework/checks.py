@@ -166,27 +166,38 @@ class Local:
             return _student(fn, args, kwargs)
         return local
 
+    def __init__(self):
+        self.echoed = []                 # the arguments of the last two calls (live: as they are now)
+
     def call(self, spec, args=(), kwargs=None) -> tuple:
+        return self.echo(resolve(STUDENT, spec), args, kwargs)
+
+    def echo(self, fn, args, kwargs) -> tuple:
         args, kwargs = [_copy(a) for a in args], {k: _copy(v) for k, v in (kwargs or {}).items()}
-        return _student(resolve(STUDENT, spec), args, kwargs), tuple(args), kwargs
+        value = _student(fn, args, kwargs)
+        self.echoed = (self.echoed + [(tuple(args), kwargs)])[-2:]
+        return value, tuple(_copy(a) for a in args), {k: _copy(v) for k, v in kwargs.items()}   # as after it
+
+    def again(self) -> tuple:
+        """(args, kwargs) of the call before the last, as they are now (the Sandbox's ``again``)."""
+        return self.echoed[0]
 
     def module(self, spec, *args, **kwargs):
-        return LocalModule(_student(resolve(STUDENT, spec), args, kwargs))
+        return LocalModule(_student(resolve(STUDENT, spec), args, kwargs), self)
 
 
 class LocalModule:
     """A Module of the student's copy with the Sandbox's RemoteModule ``call``; anything else is
     the Module's own (gradcheck.check_module takes it as it is)."""
 
-    def __init__(self, module):
-        self.module = module
+    def __init__(self, module, local: Local):
+        self.module, self.local = module, local
 
     def __getattr__(self, name):
         return getattr(self.module, name)
 
     def call(self, name, args=(), kwargs=None) -> tuple:
-        args, kwargs = [_copy(a) for a in args], {k: _copy(v) for k, v in (kwargs or {}).items()}
-        return _student(getattr(self.module, name), args, kwargs), tuple(args), kwargs
+        return self.local.echo(getattr(self.module, name), args, kwargs)
 
 
 def _copy(value):

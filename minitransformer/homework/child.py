@@ -345,6 +345,7 @@ def install_hook(roots, refused=REFUSED + ("gc.get_",), write_flags=WRITE_FLAGS)
 class Server:
     def __init__(self, package: str):
         self.package, self.objects, self.next_id = package, {}, 1
+        self.echoed = []                 # the arguments of the last two echoed calls, as they are now
 
     def keep(self, obj) -> Handle:
         handle = Handle(self.next_id, type(obj).__name__)
@@ -374,13 +375,23 @@ class Server:
     def op_method(self, handle, name, args=(), kwargs=None, echo=False):
         return self._echo(getattr(handle, name), args, kwargs, echo)
 
-    @staticmethod
-    def _echo(fn, args, kwargs, echo):
+    def _echo(self, fn, args, kwargs, echo):
         """fn's value; with ``echo``, also the arguments as they are after the call (the parent
         compares them with what it sent: an argument changed in place)."""
         kwargs = kwargs or {}
         value = fn(*args, **kwargs)
-        return {"value": value, "args": list(args), "kwargs": kwargs} if echo else value
+        if not echo:
+            return value
+        self.echoed = (self.echoed + [(args, kwargs)])[-2:]
+        return {"value": value, "args": list(args), "kwargs": kwargs}
+
+    def op_again(self):
+        """The arguments of the echoed call before the last one, as they are now: a forward's
+        inputs after its backward (which holds them through the cache)."""
+        if len(self.echoed) < 2:
+            raise ValueError("again: no earlier echoed call")
+        args, kwargs = self.echoed[0]
+        return {"value": None, "args": list(args), "kwargs": kwargs}
 
     def op_params(self, handle):
         return {name: p for name, p, _ in handle.parameters()}

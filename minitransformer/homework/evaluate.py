@@ -12,12 +12,14 @@ For every graded case of the assignment and every drawn example:
     diagnose    each wrong tensor with the catalogue (mistakes.diagnose_all), its variants
                 computed here from the same inputs
     promises    float32 in, float32 out (mistakes.dtype_message); no input and no upstream
-                gradient changed in place (mistakes.mutation_message: before vs after)
+                gradient changed in place (mistakes.mutation_message: before vs after the
+                call, and the forward's inputs again after the backward, through its cache)
 
 The outcomes go to the rubric (homework/rubric.py): a wrong tensor fails its own check
 and no other. The numerical gradient check of the student's code runs on the first
 example of each pair's (or Module's) main case and is shown, not scored.
 A ``student`` offers ``call(spec, args, kwargs)`` -> (value, args after, kwargs after),
+``again()`` -> (args, kwargs) of the call before the last as they are now,
 ``function(spec)`` and ``module(spec, *args, **kwargs)`` (its ``call(method, args,
 kwargs)`` the same echo): the Sandbox, or checks.Local.
 """
@@ -76,11 +78,12 @@ def _wrt(case) -> tuple:
 
 
 def _student_pair(student, graded, case, g):
-    """(results, the forward's arguments after the call, the upstream gradient after, error)."""
+    """(results, the forward's arguments after the call and after the backward (None when the
+    backward did not run), the upstream gradient after, error)."""
     check = graded.check
     value, _, after = student.call(check.forward, (), {**case.inputs, **case.kwargs})
     if check.backward is None:
-        return {"out": value}, after, None, None
+        return {"out": value}, (after, None), None, None
     if not (isinstance(value, tuple) and len(value) == 2):
         raise StudentError({"type": "TypeError", "message": f"{check.forward.split(':')[1]} must return "
                             f"(out, cache), it returned a {type(value).__name__}"})
@@ -88,12 +91,12 @@ def _student_pair(student, graded, case, g):
     try:
         grads, args_after, _ = student.call(check.backward, (g, cache), {})
     except StudentError as e:
-        return {"out": out}, after, None, e
+        return {"out": out}, (after, None), None, e
     grads = grads if isinstance(grads, tuple) else (grads,)
     results = {"out": out}
     for i, name in enumerate(_wrt(case)):
         results[f"d{name}"] = grads[i] if i < len(grads) else None
-    return results, after, args_after[0], None
+    return results, (after, student.again()[1]), args_after[0], None
 
 
 def _student_module(student, graded, case, g, state):
@@ -106,7 +109,7 @@ def _student_module(student, graded, case, g, state):
     try:
         grads, args_after, _ = module.call("backward", (g,))
     except StudentError as e:
-        return {"out": out}, after, None, e, module
+        return {"out": out}, (after, None), None, e, module
     results = {"out": out}
     if "memory" in case.inputs:
         grads = grads if isinstance(grads, tuple) else (grads, None)
@@ -115,7 +118,7 @@ def _student_module(student, graded, case, g, state):
         results["dx"] = grads[0] if isinstance(grads, tuple) else grads
     for name, _, grad in module.parameters():
         results[f"d{name}"] = grad
-    return results, after, args_after[0], None, module
+    return results, (after, student.again()[1]), args_after[0], None, module
 
 
 def _is_array(value) -> bool:
@@ -171,11 +174,16 @@ def _judge(tally, graded, ref, g, student, diagnose) -> None:
                                           found[0] if found else ""))
 
 
-def _unchanged(tally, graded, case, after, g, g_after) -> None:
-    """The inputs and the upstream gradient as the child had them after the call, vs what was sent."""
+def _unchanged(tally, graded, case, afters, g, g_after) -> None:
+    """The inputs and the upstream gradient as the child had them after the calls, vs what was
+    sent; ``afters``: the forward's arguments after it and after the backward (or None)."""
+    after, later = afters
     sent = {**case.inputs, **{k: v for k, v in case.kwargs.items() if isinstance(v, np.ndarray)}}
     found = [mutation_message(k, before, after.get(k)) if isinstance(after.get(k), np.ndarray)
              else _not_echoed(k) for k, before in sent.items()]
+    if later is not None and not any(found):
+        found = [mutation_message(k, before, later.get(k), by_backward=True)
+                 if isinstance(later.get(k), np.ndarray) else _not_echoed(k) for k, before in sent.items()]
     if g is not None:
         name = _upstream_name(graded)
         found.append(mutation_message(name, g, g_after, upstream=True) if isinstance(g_after, np.ndarray)
@@ -244,15 +252,15 @@ def grade_case(tally, graded, index, student, reference, seed, examples) -> None
         module = None
         try:
             if graded.check.checker == "module":
-                results, after, g_after, error, module = _student_module(student, graded, case, g, state)
+                results, afters, g_after, error, module = _student_module(student, graded, case, g, state)
             else:
-                results, after, g_after, error = _student_pair(student, graded, case, g)
+                results, afters, g_after, error = _student_pair(student, graded, case, g)
         except StudentError as err:
             results, error = None, err
         if results is not None:
             _judge(tally, graded, ref, g, results,
                    lambda s, r: reference.diagnose(graded, index, e, case, g, s, r))
-            _unchanged(tally, graded, case, after, g if error is None else None, g_after)
+            _unchanged(tally, graded, case, afters, g if error is None else None, g_after)
         if error is not None:
             for tensor in _unjudged(ref, results):       # an exception is no pass: right on an earlier
                 tally.outcomes[(graded.name, tensor)] = False     # example is not right on this one

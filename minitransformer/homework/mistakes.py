@@ -187,12 +187,19 @@ def dtype_message(tensor, student, expected_dtype) -> str | None:
     return f"{tensor} has dtype {got}, expected {expected} (the dtype of the inputs)"
 
 
-def mutation_message(argument, before, after, *, upstream: bool = False) -> str | None:
-    """None when ``after`` equals ``before`` bit for bit (compare a copy taken before the call)."""
+def mutation_message(argument, before, after, *, upstream: bool = False, by_backward: bool = False) -> str | None:
+    """None when ``after`` equals ``before`` bit for bit (compare a copy taken before the call);
+    ``by_backward``: ``after`` is the forward's input after the backward, which reached it through
+    the cache."""
     b, a = np.asarray(before), np.asarray(after)
     if b.shape == a.shape and np.array_equal(b, a, equal_nan=b.dtype.kind == "f"):
         return None
     changed = int(np.sum(b != a)) if b.shape == a.shape else b.size
+    if by_backward:
+        return (f"your backward changed the forward's input `{argument}` in place through the cache "
+                f"({changed} of {b.size} entries): the cache holds the caller's array itself, so "
+                f"`cached -= ...` or `cached[...] = ...` in the backward changes it; compute into a new array "
+                f"(`xmu = cached - mu`)")
     what = "the upstream gradient" if upstream else "its input"
     return (f"your function changed {what} `{argument}` in place ({changed} of {b.size} entries): "
             f"an in-place operator on an argument (`{argument} -= ...`, `{argument} *= ...`, "

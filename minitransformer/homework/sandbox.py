@@ -214,6 +214,10 @@ class Sandbox:
         """(value, args after, kwargs after) of the student's function on these arguments."""
         return _echoed(self.request("call", target=target, args=list(args), kwargs=kwargs or {}, echo=True))
 
+    def again(self) -> tuple:
+        """(args, kwargs) of the echoed call before the last, as the child holds them now."""
+        return _echoed(self.request("again"))[1:]
+
     def module(self, target: str, *args, **kwargs) -> "RemoteModule":
         return RemoteModule(self, self.request("call", target=target, args=list(args), kwargs=kwargs))
 
