@@ -250,6 +250,29 @@ def test_the_kernel_confines_the_child_where_the_audit_hook_cannot(tmp_path):
     assert not (drop / "new.txt").exists() and (allowed / "in.txt").exists()
 
 
+@pytest.mark.skipif(child.landlock_abi() == 0, reason="this kernel has no Landlock (Linux >= 5.13)")
+def test_packages_installed_inside_the_standard_library_stay_out_of_reach(tmp_path):
+    """A Python whose site-packages lies inside its standard library folder (python.org builds,
+    pyenv) would expose an installed grader's reference: the roots leave it out, entry by entry."""
+    stdlib = tmp_path / "lib" / "python3.x"
+    (stdlib / "json").mkdir(parents=True)
+    (stdlib / "os.py").write_text("# the standard library")
+    (stdlib / "site-packages" / "minitransformer").mkdir(parents=True)
+    reference = stdlib / "site-packages" / "minitransformer" / "softmax.py"
+    reference.write_text("def softmax_forward(x): ...")
+    roots = child.read_roots(str(tmp_path / "copy"), str(tmp_path / "numpy"), [str(stdlib)])
+    assert str(stdlib / "os.py") in roots and str(stdlib / "json") in roots
+    assert not any("site-packages" in root for root in roots)
+    probe = ("import sys; from minitransformer.homework import child; child.landlock(sys.argv[3:])\n"
+             "for path in sys.argv[1:3]:\n"
+             "    try:\n        open(path).read(); print('read')\n"
+             "    except PermissionError:\n        print('refused')")
+    done = subprocess.run([sys.executable, "-c", probe, str(reference), str(stdlib / "os.py"), *roots],
+                          capture_output=True, text=True,
+                          timeout=60, cwd=REFERENCE.parent)
+    assert done.stdout.split() == ["refused", "read"], done.stderr
+
+
 def test_without_landlock_the_grader_says_what_holds_the_child(monkeypatch):
     monkeypatch.setattr(child, "landlock_abi", lambda: 0)
     note = confinement_note()

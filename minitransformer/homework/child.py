@@ -7,7 +7,7 @@ needs only the standard library and NumPy and never imports the reference. In or
     2. import NumPy and the standard library the copy needs, while they are readable
     3. set the limits (address space, CPU time, file size, no core)
     4. on Linux, Landlock: the kernel lets this process read only the student's copy,
-       NumPy and the standard library, and create, write, remove, connect, signal and
+       NumPy and the standard library (not site-packages inside it), and create, write, remove, connect, signal and
        trace nothing outside itself, irrevocably (the wall); then drop to the
        unprivileged user when started as root, forbid new processes and threads
     5. install the audit hook (PEP 578), the same rules checked in Python, with a
@@ -287,6 +287,22 @@ def landlock(roots) -> int:
     return abi
 
 
+INSTALLED = ("site-packages", "dist-packages")     # where pip installs: the grader itself may be there
+
+
+def read_roots(student, numpy_dir, stdlib) -> list:
+    """What the child may read: the student's copy, NumPy, and the standard library without the
+    packages installed beside it (site-packages lies inside the standard library's folder in
+    many installations, with this grader's own reference in it)."""
+    roots = [student, numpy_dir]
+    for path in stdlib:
+        if os.path.isdir(path) and any(os.path.isdir(os.path.join(path, name)) for name in INSTALLED):
+            roots += [os.path.join(path, entry) for entry in sorted(os.listdir(path)) if entry not in INSTALLED]
+        else:
+            roots.append(path)
+    return roots
+
+
 REFUSED = ("subprocess.", "os.system", "os.exec", "os.spawn", "os.posix_spawn", "os.fork", "os.forkpty",
            "os.startfile", "os.kill", "os.killpg", "signal.pthread_kill", "socket.", "ctypes.",
            "resource.setrlimit", "resource.prlimit", "os.remove", "os.rename", "os.rmdir", "os.mkdir",
@@ -296,14 +312,17 @@ REFUSED = ("subprocess.", "os.system", "os.exec", "os.spawn", "os.posix_spawn", 
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_TRUNC", 0)
 
 
-def install_hook(roots, refused=REFUSED + ("gc.get_",), write_flags=WRITE_FLAGS) -> None:
-    """Refuse what a graded function has no need of; ``roots``: the folders it may read.
+def install_hook(roots, search=(), refused=REFUSED + ("gc.get_",), write_flags=WRITE_FLAGS) -> None:
+    """Refuse what a graded function has no need of; ``roots``: the folders it may read;
+    ``search``: the folders imports may search besides (the standard library's, whose
+    entries only are roots: read_roots).
 
     The rules live in the hook's closure, not in module globals the student's code can
     rebind, and the hook calls no method of a value the student made: a path, mode or
     flag must be exactly a str, bytes or int (a path object's __fspath__ or __repr__, or a
     str subclass's methods, would run the student's code inside the hook)."""
     roots = tuple(os.path.join(os.path.realpath(r), "") for r in roots)
+    search = frozenset(os.path.realpath(p) for p in search)
 
     def readable(path) -> bool:
         if type(path) is int:
@@ -334,7 +353,7 @@ def install_hook(roots, refused=REFUSED + ("gc.get_",), write_flags=WRITE_FLAGS)
             paths = args[2] if len(args) > 2 else None
             if paths is None:
                 return
-            bad = [p for p in paths if type(p) is not str or not readable(p or ".")] \
+            bad = [p for p in paths if type(p) is not str or not (readable(p or ".") or os.path.realpath(p) in search)] \
                 if type(paths) is list else [paths]
             if bad:
                 raise ImportError(f"the grader does not allow imports from {named(bad[0])} in graded code")
@@ -464,10 +483,10 @@ def main(config: dict) -> None:
             pass
     sys.path = [config["student"]] + [p for p in sys.path if p and p != config["numpy_site"]]
     _limits(config)
-    roots = [config["student"], os.path.dirname(numpy.__file__)] + sys.path[1:]
+    roots = read_roots(config["student"], os.path.dirname(numpy.__file__), sys.path[1:])
     abi = landlock(roots)                               # before the drop: root can still open every root
     _drop(config)
-    install_hook(roots)
+    install_hook(roots, search=sys.path[1:])
     write_frame(wfd, {"id": "ready", "value": os.getpid(), "landlock": abi}, [])
     Server(config["package"]).serve(rfd, wfd)
 
