@@ -250,7 +250,7 @@ def mutants(target) -> list:
                 compile(mutated, str(target), "exec")
             except SyntaxError:
                 continue
-            line = getattr(node, "lineno", func.lineno)
+            line = f"{getattr(node, 'lineno', func.lineno)}:{getattr(node, 'col_offset', 0)}"
             out.append({"target": str(target), "function": target.qualname,
                         "description": f"line {line}: {what}: `{_short(node)}` -> `{_short(new)}`",
                         "source": mutated})

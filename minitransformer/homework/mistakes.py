@@ -166,7 +166,7 @@ def diagnose_all(assignment_id, inputs, student: dict, reference: dict, *, funct
         # a wrong gradient must agree with the forward's output (and the other gradients); a
         # wrong output need not agree with gradients: a backward written apart may be right
         others = {k: (student.get(k), v) for k, v in reference.items() if k != tensor and tensor != "out"}
-        swapped = _swapped(tensor, student, reference)
+        swapped = _swapped(tensor, student, reference, inputs)
         mistake = None if swapped else recognise(assignment_id, tensor, inputs, s, r, function=function,
                                                   cache=cache, others=others)
         messages[tensor] = nan or swapped or (mistake.message if mistake else row.diagnosis) or \
@@ -180,9 +180,15 @@ def _order_message(tensor, other, grads) -> str:
             f"(the order is {', '.join(grads)})")
 
 
-def _swapped(tensor, student, reference) -> str:
-    """Two gradients that hold each other's values: returned in the wrong order."""
-    grads = [k for k, v in reference.items() if k != "out" and v is not None]
+def _returned(reference, inputs) -> list:
+    """The gradients a call returns, in order: d<input> of the forward's inputs (a Module's
+    parameter gradients are not returned, they are accumulated)."""
+    return [k for k, v in reference.items() if v is not None and k.startswith("d") and k[1:] in inputs]
+
+
+def _swapped(tensor, student, reference, inputs) -> str:
+    """Two returned gradients that hold each other's values: returned in the wrong order."""
+    grads = _returned(reference, inputs)
     s = student.get(tensor)
     if tensor not in grads or s is None or np.asarray(s).dtype.kind not in "iuf":
         return ""
@@ -208,8 +214,8 @@ def _another_array(tensor, student, inputs, reference) -> str:
         return ""
     s, r = np.asarray(student, np.float64), np.asarray(reference[tensor], np.float64)
     tol = max(1e-6, _tol(student))
-    if tensor != "out":
-        grads = [k for k, v in reference.items() if k != "out" and v is not None]
+    grads = _returned(reference, inputs)
+    if tensor in grads:
         for other in grads:
             if other != tensor and _same(s, reference[other], tol):
                 return _order_message(tensor, other, grads)
