@@ -106,6 +106,23 @@ def gelu_no_upstream(dy, cache):
     return cache.dydx
 
 
+def gelu_exact(kind):
+    """A student's exact GELU with one line wrong; the cache is x."""
+    def forward(x, approximate="none"):
+        Phi = 0.5 * erfc(-x if kind == "erf-no-sqrt2" else -x / np.sqrt(2))
+        return x * Phi, x
+
+    def backward(dy, x):
+        Phi = 0.5 * erfc(-x / np.sqrt(2))
+        phi = np.exp(-x ** 2 / 2) / np.sqrt(2 * np.pi)
+        if kind == "pdf-unnormalised":
+            phi = np.exp(-x ** 2 / 2)
+        if kind == "pdf-exponent":
+            phi = np.exp(-x ** 2) / np.sqrt(2 * np.pi)
+        return dy * (x * phi if kind == "x-phi-only" else Phi + x * phi)
+    return forward, backward
+
+
 def softmax_cols(x, axis=-1):
     e = np.exp(x - x.max(axis=-2, keepdims=True))
     y = e / e.sum(axis=-2, keepdims=True)
@@ -117,6 +134,10 @@ def softmax_bwd(kind):
         y = cache.y
         if kind == "no-y":
             return y * (dy - dy.sum(-1, keepdims=True))
+        if kind == "mean":
+            return y * (dy - (dy * y).mean(-1, keepdims=True))
+        if kind == "no-outer-y":
+            return dy - (dy * y).sum(-1, keepdims=True)
         if kind == "no-sum":
             return y * dy
         if kind == "sign":
@@ -158,6 +179,8 @@ def student_cross_entropy(mean_over="kept", spread=None, use_smoothing=True):
         if spread == "V-1":
             others = -logp.sum(1) - nll
             loss_n = (1 - eps) * nll + eps * others / (V - 1)
+        elif spread == "summed":
+            loss_n = (1 - eps) * nll + eps * (-logp.sum(1))
         else:
             loss_n = (1 - eps) * nll + eps * (-logp.mean(1))
         denom = {"kept": max(kept.sum(), 1), "all": t.size, "sum": 1}[mean_over]
@@ -181,7 +204,7 @@ def ce_backward(kind):
         p = np.exp(cache.logp)
         onehot = np.eye(V)[cache.targets]
         eps = 0.0 if kind == "no-smoothing" else cache.smoothing
-        d = p - ((1 - eps) * onehot + eps / V)
+        d = p - ((1 - eps) * onehot + (eps if kind == "not-spread" else eps / V))
         if kind != "all-rows":
             d = d * cache.keep[:, None]
         if kind != "no-upstream":
@@ -196,6 +219,10 @@ def layernorm_fwd(kind):
         if kind == "unbiased":
             var = ((x - mu) ** 2).sum(-1, keepdims=True) / (x.shape[-1] - 1)
             xhat = (x - mu) / np.sqrt(var + eps)
+        elif kind == "no-sqrt":
+            xhat = (x - mu) / (((x - mu) ** 2).mean(-1, keepdims=True) + eps)
+        elif kind == "not-scaled":
+            xhat = x - mu
         else:
             xhat = (x - mu) / (np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True)) + eps)
         return xhat * gamma + beta, (x, xhat, gamma)
@@ -241,6 +268,8 @@ def rmsnorm_fwd(kind):
             rms = np.sqrt((x ** 2).mean(-1, keepdims=True)) + eps
         elif kind == "sum":
             rms = np.sqrt((x ** 2).sum(-1, keepdims=True) + eps)
+        elif kind == "no-sqrt":
+            rms = (x ** 2).mean(-1, keepdims=True) + eps
         else:
             xc = x - x.mean(-1, keepdims=True)
             rms = np.sqrt((xc ** 2).mean(-1, keepdims=True) + eps)
@@ -257,6 +286,8 @@ def rmsnorm_bwd(kind):
         rows = dy.reshape(-1, dy.shape[-1])
         x = xhat / rstd
         used = x if kind == "dgamma-x" else xhat
+        if kind == "dgamma-no-xhat":
+            return dx, rows.sum(0)
         return dx, (rows * used.reshape(rows.shape)).sum(0)
     return backward
 
@@ -369,6 +400,8 @@ def sinusoidal(kind):
             for c in range(d):
                 i = c // 2
                 angle = pos / 10000 ** ((i if kind == "exponent" else 2 * i) / d)
+                if kind == "inverted":
+                    angle = pos * 10000 ** (2 * i / d)
                 if kind == "halves":
                     h = (d + 1) // 2
                     angle = pos / 10000 ** (2 * (c if c < h else c - h) / d)
@@ -432,6 +465,21 @@ class ResidualNoIdentity(Residual):
         return (dx, *extra) if extra else dx
 
 
+class ResidualBranchDropped(Residual):
+    def backward(self, dy):
+        if self.norm_position == "pre":
+            grads = self.sublayer.backward(self.dropout.backward(dy))
+            dh, extra = (grads[0], grads[1:]) if isinstance(grads, tuple) else (grads, ())
+            dx = self.norm.backward(dh)
+            dx = dy                                    # the student's `dx = dy` where `dx += dy` belongs
+        else:
+            ds = self.norm.backward(dy)
+            grads = self.sublayer.backward(self.dropout.backward(ds))
+            dx, extra = (grads[0], grads[1:]) if isinstance(grads, tuple) else (grads, ())
+            dx = ds
+        return (dx, *extra) if extra else dx
+
+
 class ResidualNoNorm(Residual):
     def backward(self, dy):
         grads = self.sublayer.backward(self.dropout.backward(dy))
@@ -492,9 +540,15 @@ PLANTED = {
     "gelu-other-approximation": ("gelu: exact (erf)", "out", gelu_always_tanh, _gelu_always_tanh_backward),
     "gelu-phi-only": ("gelu: exact (erf)", "dx", gelu_keep_x, gelu_backward_phi_only),
     "gelu-no-upstream": ("gelu: tanh approximation", "dx", None, gelu_no_upstream),
+    "gelu-x-phi-only": ("gelu: exact (erf)", "dx", *gelu_exact("x-phi-only")),
+    "gelu-pdf-unnormalised": ("gelu: exact (erf)", "dx", *gelu_exact("pdf-unnormalised")),
+    "gelu-pdf-exponent": ("gelu: exact (erf)", "dx", *gelu_exact("pdf-exponent")),
+    "gelu-erf-no-sqrt2": ("gelu: exact (erf)", "out", *gelu_exact("erf-no-sqrt2")),
     "softmax-wrong-axis": ("softmax: rows of x (B, T, n)", "out", softmax_cols, None),
     "softmax-no-y-in-sum": ("softmax: rows of x (B, T, n)", "dx", None, softmax_bwd("no-y")),
     "softmax-no-sum-term": ("softmax: rows of x (B, T, n)", "dx", None, softmax_bwd("no-sum")),
+    "softmax-sum-is-mean": ("softmax: rows of x (B, T, n)", "dx", None, softmax_bwd("mean")),
+    "softmax-no-outer-y": ("softmax: rows of x (B, T, n)", "dx", None, softmax_bwd("no-outer-y")),
     "softmax-sum-term-sign": ("softmax: rows of x (B, T, n)", "dx", None, softmax_bwd("sign")),
     "softmax-diagonal-only": ("softmax: rows of x (B, T, n)", "dx", None, softmax_bwd("diag")),
     "log_softmax-no-logsumexp": ("log_softmax: rows of x (B, T, V)", "out", log_softmax_fwd("shift-only"), None),
@@ -514,8 +568,14 @@ PLANTED = {
     "ce-ignored-rows-get-gradient": ("cross_entropy: ignored targets, no smoothing", "dlogits", None,
                                      ce_backward("all-rows")),
     "ce-no-upstream": ("cross_entropy: ignored targets, no smoothing", "dlogits", None, ce_backward("no-upstream")),
+    "ce-smoothing-summed": ("cross_entropy: label smoothing 0.1 and ignored targets", "out",
+                            *student_cross_entropy(spread="summed")),
+    "ce-backward-smoothing-not-spread": ("cross_entropy: label smoothing 0.1 and ignored targets", "dlogits",
+                                         None, ce_backward("not-spread")),
     "layernorm-unbiased-variance": ("layernorm: x (B, T, C)", "out", layernorm_fwd("unbiased"), None),
     "layernorm-eps-outside-sqrt": ("layernorm: rows of variance near eps", "out", layernorm_fwd("eps-outside"), None),
+    "layernorm-no-sqrt": ("layernorm: x (B, T, C)", "out", layernorm_fwd("no-sqrt"), None),
+    "layernorm-not-scaled": ("layernorm: x (B, T, C)", "out", layernorm_fwd("not-scaled"), None),
     "layernorm-no-mean-terms": ("layernorm: x (B, T, C)", "dx", None, layernorm_bwd("no-means")),
     "layernorm-no-mean-dxhat": ("layernorm: x (B, T, C)", "dx", None, layernorm_bwd("no-mean")),
     "layernorm-no-xhat-mean": ("layernorm: x (B, T, C)", "dx", None, layernorm_bwd("no-xhat-mean")),
@@ -526,6 +586,8 @@ PLANTED = {
     "rmsnorm-eps-outside-sqrt": ("rmsnorm: rows of mean square near eps", "out", rmsnorm_fwd("eps-outside"), None),
     "rmsnorm-sum-of-squares": ("rmsnorm: x (B, T, C)", "out", rmsnorm_fwd("sum"), None),
     "rmsnorm-centred": ("rmsnorm: x (B, T, C)", "out", rmsnorm_fwd("centred"), None),
+    "rmsnorm-no-sqrt": ("rmsnorm: x (B, T, C)", "out", rmsnorm_fwd("no-sqrt"), None),
+    "rmsnorm-dgamma-no-xhat": ("rmsnorm: x (B, T, C)", "dgamma", None, rmsnorm_bwd("dgamma-no-xhat")),
     "rmsnorm-rms-constant": ("rmsnorm: x (B, T, C)", "dx", None, rmsnorm_bwd("const")),
     "rmsnorm-dx-no-gamma": ("rmsnorm: x (B, T, C)", "dx", None, rmsnorm_bwd("no-gamma")),
     "rmsnorm-dgamma-x": ("rmsnorm: x (B, T, C)", "dgamma", None, rmsnorm_bwd("dgamma-x")),
@@ -569,6 +631,7 @@ PLANTED = {
     "sinusoidal-sin-cos-swapped": ("sinusoidal: even d", "out", sinusoidal("swap"), None),
     "sinusoidal-exponent": ("sinusoidal: even d", "out", sinusoidal("exponent"), None),
     "sinusoidal-halves": ("sinusoidal: even d", "out", sinusoidal("halves"), None),
+    "sinusoidal-frequency-inverted": ("sinusoidal: even d", "out", sinusoidal("inverted"), None),
 }
 MODULE_PLANTED = {
     "mha-dmemory-missing": ("mha: cross-attention (dmemory, W_kv)", "dmemory", mha_backward("no-dmemory")),
@@ -581,6 +644,7 @@ MODULE_PLANTED = {
     "block-dmemory-missing": ("block: cross-attention (dmemory)", "dmemory", block_backward("no-dmemory")),
     "residual-identity-missing": ("block: pre-norm decoder block", "dx", residuals(ResidualNoIdentity)),
     "residual-norm-skipped": ("block: pre-norm decoder block", "dx", residuals(ResidualNoNorm)),
+    "residual-branch-missing": ("block: post-norm", "dx", residuals(ResidualBranchDropped)),
     "residual-post-norm-adds-dy": ("block: post-norm", "dx", residuals(ResidualPostAddsDy)),
     "residual-dropout-skipped": ("block: residual dropout p=0.3", "dx", residuals(ResidualNoDropout)),
     "block-cross-attention-skipped": ("block: cross-attention (dmemory)", "dx", block_backward("skip-cross")),
@@ -700,3 +764,56 @@ def test_a_scalar_that_means_nothing_is_not_called_a_factor():
     r = np.random.default_rng(0).standard_normal((3, 4))
     assert diagnose("softmax", "dx", {}, 0.999 * r, r) == ""
     assert "factor" not in diagnose("softmax", "dx", {}, 0.999 * r, r)
+
+
+# ------------------------------------------------------------------ generic: another array of the call, a scale
+def _only_message(results, tensor):
+    wrong = [messages[tensor] for _, messages in results if tensor in messages]
+    assert wrong, f"the planted bug left {tensor} right in every draw"
+    return wrong
+
+
+def test_gradients_returned_in_the_wrong_order_are_named():
+    def backward(dy, cache):
+        dx, dgamma, dbeta = N.layernorm_backward(dy, cache)
+        return dx, dbeta, dgamma
+    for message in _only_message(_diagnoses("layernorm: x (B, T, C)", None, backward), "dgamma"):
+        assert message.startswith("dgamma holds what dbeta should be: the gradients come back in the wrong order")
+
+
+def test_the_upstream_gradient_passed_through_unchanged_is_named():
+    def backward(dy, cache):
+        return dy * 1.0                                # the mask forgotten: dy * cache.positive
+    for message in _only_message(_diagnoses("relu: x (B, T, C)", None, backward), "dx"):
+        assert message.startswith("dx is the upstream gradient as it was given")
+
+
+def test_a_missing_factor_of_an_input_is_named():
+    def forward(x, gamma, eps=1e-6):
+        y, cache = N.rmsnorm_forward(x, gamma, eps)
+        return y / gamma, cache                        # xhat alone: gamma forgotten
+    for message in _only_message(_diagnoses("rmsnorm: x (B, T, C)", forward), "out"):
+        assert message.startswith("out misses a factor `gamma`")
+
+
+def test_a_factor_that_is_a_count_of_the_inputs_is_named():
+    def forward(logits, targets, ignore_index=-100, smoothing=0.0):
+        loss, cache = CE.cross_entropy_forward(logits, targets, ignore_index, smoothing)
+        return loss / targets.size, cache              # averaged over every target, then over the kept again
+    for message in _only_message(_diagnoses("cross_entropy: ignored targets, no smoothing", forward), "out"):
+        assert message.startswith("1/") and "a mean where a sum belongs" in message
+
+
+def test_a_factor_per_row_is_named():
+    def forward(x, axis=-1):
+        e = np.exp(x - x.max(-1, keepdims=True))       # not normalised: e / e.sum(...) forgotten
+        return e, SM.SoftmaxCache(e, -1)
+    for message in _only_message(_diagnoses("softmax: rows of x (B, T, n)", forward), "out"):
+        assert message.startswith("off by a factor that is constant along the last axis but differs from row to row")
+
+
+def test_a_factor_per_feature_is_named_and_a_single_scalar_is_not_a_pattern():
+    from minitransformer.homework.diagnose import scale_pattern
+    r = np.random.default_rng(0).standard_normal((3, 4, 5))
+    assert scale_pattern(r * np.arange(1.0, 6.0), r).startswith("off by a factor per feature")
+    assert scale_pattern(r * 3.0, r) == "" and scale_pattern(r + 1.0, r) == ""

@@ -13,6 +13,11 @@ error, relative error, OK / NOT OK, and a diagnosis. The diagnoses, tried in ord
                           nothing (0.999) is not called a factor: no diagnosis from here
     summed over an axis   student constant along an axis where ref is not, and ≈ its sum/mean
     masked positions      correct except where the drawer marks masked / ignored entries
+
+``scale_pattern(student, reference)``, tried last (homework/mistakes.py): a factor that is not
+one scalar but constant along the last axis and different from row to row (a per-row scale:
+1/σ, 1/rms, a row's sum), or the same in every row and different per feature (a per-feature
+parameter).
 """
 from __future__ import annotations
 
@@ -143,3 +148,33 @@ def _summed_axis(s, r) -> str:
                 return f"{how} over axis {a} (size {s.shape[a]}) where it should not be"
         return f"constant along axis {a} (size {s.shape[a]}): reduced over the wrong axis?"
     return ""
+
+
+def scale_pattern(s, r) -> str:
+    """A factor per row (constant along the last axis) or per feature (the same in every row), when
+    the student's array is the reference scaled so, and not by one scalar; else ""."""
+    s, r = np.asarray(s, np.float64), np.asarray(r, np.float64)
+    if s.shape != r.shape or r.ndim < 2 or r.shape[-1] < 2 or r[..., 0].size < 2 or not np.all(np.isfinite(s)):
+        return ""
+    rows_s, rows_r = s.reshape(-1, r.shape[-1]), r.reshape(-1, r.shape[-1])
+    per_row = _scaled(rows_s, rows_r, axis=1)
+    if per_row is not None:
+        return ("off by a factor that is constant along the last axis but differs from row to row: a "
+                "per-row scale (a normaliser like 1/σ or 1/rms, a row's sum or count) is missing, extra, "
+                "or reduced over the wrong axis")
+    per_feature = _scaled(rows_s, rows_r, axis=0)
+    if per_feature is not None:
+        return ("off by a factor per feature (last axis) that is the same in every row: a per-feature "
+                "parameter (gamma, a scale vector) is missing, extra or wrong")
+    return ""
+
+
+def _scaled(s, r, axis: int):
+    """The factors c (one per row for axis=1, per column for axis=0) with s ≈ c·r, when they fit
+    and are not all one value; else None."""
+    rr = np.sum(r * r, axis=axis, keepdims=True)
+    c = np.divide(np.sum(s * r, axis=axis, keepdims=True), rr, out=np.zeros_like(rr), where=rr > 0)
+    used = c[rr > 0]
+    if used.size < 2 or np.ptp(used) <= 1e-6 * np.max(np.abs(used)) or not _close(s, c * r, 1e-6):
+        return None
+    return c

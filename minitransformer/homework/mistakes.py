@@ -36,7 +36,7 @@ from typing import Callable
 
 import numpy as np
 
-from .diagnose import compare, errors
+from .diagnose import compare, errors, scale_pattern
 
 MATCH_TOL = {np.dtype(np.float64): 1e-7, np.dtype(np.float32): 1e-4}
 
@@ -166,10 +166,102 @@ def diagnose_all(assignment_id, inputs, student: dict, reference: dict, *, funct
         # a wrong gradient must agree with the forward's output (and the other gradients); a
         # wrong output need not agree with gradients: a backward written apart may be right
         others = {k: (student.get(k), v) for k, v in reference.items() if k != tensor and tensor != "out"}
-        mistake = recognise(assignment_id, tensor, inputs, s, r, function=function, cache=cache,
-                            others=others)
-        messages[tensor] = nan or (mistake.message if mistake else row.diagnosis)
+        swapped = _swapped(tensor, student, reference, inputs)
+        mistake = None if swapped else recognise(assignment_id, tensor, inputs, s, r, function=function,
+                                                  cache=cache, others=others)
+        messages[tensor] = nan or swapped or (mistake.message if mistake else row.diagnosis) or \
+            _another_array(tensor, s, inputs, reference) or scale_pattern(s, r)
     return messages
+
+
+# ------------------------------------------------------------------ a wrong tensor that is another array
+def _order_message(tensor, other, grads) -> str:
+    return (f"{tensor} holds what {other} should be: the gradients come back in the wrong order "
+            f"(the order is {', '.join(grads)})")
+
+
+def _returned(reference, inputs) -> list:
+    """The gradients a call returns, in order: d<input> of the forward's inputs (a Module's
+    parameter gradients are not returned, they are accumulated)."""
+    return [k for k, v in reference.items() if v is not None and k.startswith("d") and k[1:] in inputs]
+
+
+def _swapped(tensor, student, reference, inputs) -> str:
+    """Two returned gradients that hold each other's values: returned in the wrong order."""
+    grads = _returned(reference, inputs)
+    s = student.get(tensor)
+    if tensor not in grads or s is None or np.asarray(s).dtype.kind not in "iuf":
+        return ""
+    tol = max(1e-6, _tol(s))
+    for other in grads:
+        o = student.get(other)
+        if other != tensor and o is not None and np.asarray(o).dtype.kind in "iuf" and \
+                _same(s, reference[other], tol) and _same(o, reference[tensor], tol):
+            return _order_message(tensor, other, grads)
+    return ""
+
+
+def _float_arrays(named: dict) -> dict:
+    return {k: np.asarray(v, np.float64) for k, v in named.items()
+            if isinstance(v, np.ndarray) and v.dtype.kind == "f" and v.size > 1}
+
+
+def _another_array(tensor, student, inputs, reference) -> str:
+    """When the student's wrong ``tensor`` is another array of the call: another result (the
+    results in the wrong order), an input or the upstream gradient as given, or the expected
+    array without (or with an extra) factor of an input (a gamma, the upstream gradient)."""
+    if student is None or np.asarray(student).dtype.kind not in "iuf":
+        return ""
+    s, r = np.asarray(student, np.float64), np.asarray(reference[tensor], np.float64)
+    tol = max(1e-6, _tol(student))
+    grads = _returned(reference, inputs)
+    if tensor in grads:
+        for other in grads:
+            if other != tensor and _same(s, reference[other], tol):
+                return _order_message(tensor, other, grads)
+    arrays = _float_arrays(inputs)
+    for name, v in arrays.items():
+        if _same(s, v, tol):
+            if name == "upstream":
+                return (f"{tensor} is the upstream gradient as it was given: the local derivative is not "
+                        f"applied (chain rule: multiply by what the forward did to its input)")
+            return f"{tensor} is the input `{name}` unchanged"
+    count = _count_factor(s, r, arrays, tol)
+    if count:
+        return count
+    for name, v in arrays.items():
+        what = "the upstream gradient" if name == "upstream" else f"`{name}`"
+        try:
+            if _same(s * v, r, tol):
+                return f"{tensor} misses a factor {what}: the expected {tensor} is yours times {what}"
+            if _same(s, r * v, tol):
+                return f"{tensor} has an extra factor {what}: yours is the expected {tensor} times {what}"
+        except ValueError:
+            continue                                  # does not broadcast
+    return ""
+
+
+def _count_factor(s, r, arrays, tol) -> str:
+    """s = n·r or r/n with n >= 3 a count of the inputs (an axis's size, the rows B·T, every
+    entry): a sum where a mean belongs, or the other way round."""
+    counts = {}
+    for name, v in arrays.items():
+        for a in range(v.ndim):
+            counts.setdefault(v.shape[a], f"the size of axis {a} of `{name}`")
+        if v.ndim >= 2:
+            counts.setdefault(int(np.prod(v.shape[:-1])), f"the number of rows of `{name}` (every axis but the last)")
+        counts.setdefault(v.size, f"the number of entries of `{name}`")
+    for n, what in counts.items():
+        if n >= 3 and _same(s, r * n, tol):
+            return f"{n} times the expected value, {n} being {what}: a sum where a mean belongs?"
+        if n >= 3 and _same(s, r / n, tol):
+            return f"1/{n} of the expected value, {n} being {what}: a mean where a sum belongs, or divided twice?"
+    return ""
+
+
+def _same(a, b, tol) -> bool:
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return a.shape == b.shape and bool(np.all(np.isfinite(a))) and errors(a, b)[1] <= tol
 
 
 # ------------------------------------------------------------------ promises that are not a value

@@ -96,6 +96,28 @@ def _gelu_grad_alone(inp):
     return {"dx": _gelu_parts(_x(inp), inp.get("approximate", "none"))[1]}
 
 
+def _gelu_second_term_only(inp):
+    _, dydx, s = _gelu_parts(_x(inp), inp.get("approximate", "none"))
+    return {"dx": _g(inp) * (dydx - s)}
+
+
+def _gelu_exact_pdf(inp, *, normalised=True, half=True):
+    """The exact form's dx with φ(x) = exp(-x²/2)/√(2π) written wrong (the forward is right)."""
+    if inp.get("approximate", "none") != "none":
+        return {}
+    x = _x(inp)
+    Phi = 0.5 * erfc(-x / np.sqrt(2))
+    phi = np.exp(-(0.5 if half else 1.0) * x * x) / (np.sqrt(2 * np.pi) if normalised else 1.0)
+    return {"dx": _g(inp) * (Phi + x * phi)}
+
+
+def _gelu_erf_no_sqrt2(inp):
+    if inp.get("approximate", "none") != "none":
+        return {}
+    x = _x(inp)
+    return {"out": x * 0.5 * erfc(-x)}
+
+
 ELEMENTWISE = (
     Mistake("relu", "relu", "relu-no-upstream", ("dx",),
             "dx is relu'(x) alone: multiply it by the upstream gradient dy (chain rule)", _relu_grad_alone),
@@ -112,6 +134,20 @@ ELEMENTWISE = (
             _gelu_phi_only),
     Mistake("gelu", "gelu", "gelu-no-upstream", ("dx",),
             "dx is gelu'(x) alone: multiply it by the upstream gradient dy (chain rule)", _gelu_grad_alone),
+    Mistake("gelu", "gelu", "gelu-x-phi-only", ("dx",),
+            "dx = dy ⊙ x φ(x) misses the first term of the product rule: gelu'(x) = Φ(x) + x φ(x) "
+            "(tanh form: σ(2u) + x σ(2u)(1 - σ(2u)) 2u')",
+            _gelu_second_term_only),
+    Mistake("gelu", "gelu", "gelu-pdf-unnormalised", ("dx",),
+            "φ(x) lacks its normalisation: the standard normal density is φ(x) = exp(-x²/2) / √(2π)",
+            lambda inp: _gelu_exact_pdf(inp, normalised=False)),
+    Mistake("gelu", "gelu", "gelu-pdf-exponent", ("dx",),
+            "φ(x) has exp(-x²): the standard normal density is φ(x) = exp(-x²/2) / √(2π), a half in the "
+            "exponent",
+            lambda inp: _gelu_exact_pdf(inp, half=False)),
+    Mistake("gelu", "gelu", "gelu-erf-no-sqrt2", ("out",),
+            "Φ(x) is computed as (1 + erf(x))/2: the normal CDF is Φ(x) = (1 + erf(x/√2))/2, x divided by √2",
+            _gelu_erf_no_sqrt2),
 )
 
 
@@ -128,6 +164,8 @@ def _softmax_backwards(inp):
     x, dy = _x(inp), _g(inp)
     y = _softmax(x)
     return {"no-y": y * (dy - dy.sum(-1, keepdims=True)),
+            "mean": y * (dy - (dy * y).mean(-1, keepdims=True)),
+            "no-outer-y": dy - (dy * y).sum(-1, keepdims=True),
             "no-sum": y * dy,
             "sign": y * (dy + (dy * y).sum(-1, keepdims=True)),
             "diag": dy * y * (1 - y)}
@@ -158,6 +196,12 @@ SOFTMAX = (
     Mistake("softmax", "softmax", "softmax-no-y-in-sum", ("dx",),
             "the sum in dx = y ⊙ (dy - Σ_j dy_j y_j) is missing its y: you summed dy alone",
             _pick(_softmax_backwards, "no-y")),
+    Mistake("softmax", "softmax", "softmax-sum-is-mean", ("dx",),
+            "the sum term is a MEAN: dx = y ⊙ (dy - Σ_j dy_j y_j), the sum over the row (not divided by n)",
+            _pick(_softmax_backwards, "mean")),
+    Mistake("softmax", "softmax", "softmax-no-outer-y", ("dx",),
+            "dx = dy - Σ_j dy_j y_j misses the factor y: dx = y ⊙ (dy - Σ_j dy_j y_j)",
+            _pick(_softmax_backwards, "no-outer-y")),
     Mistake("softmax", "softmax", "softmax-no-sum-term", ("dx",),
             "dx = y ⊙ dy: the term - y ⊙ Σ_j dy_j y_j (from the normalisation) is missing",
             _pick(_softmax_backwards, "no-sum")),
@@ -189,7 +233,7 @@ SOFTMAX = (
 
 # ------------------------------------------------------------------ cross-entropy
 def _cross_entropy(inp, *, denom="kept", classes="V", smoothing=None, keep_ignored=False,
-                   upstream=True, backward_smoothing=None):
+                   upstream=True, backward_smoothing=None, backward_classes=None):
     """(L, dlogits) of a cross-entropy with one convention changed."""
     z = _rows(_x(inp, "logits"))
     t = np.asarray(inp["targets"]).reshape(-1)
@@ -202,16 +246,18 @@ def _cross_entropy(inp, *, denom="kept", classes="V", smoothing=None, keep_ignor
     logp = logp - np.log(np.exp(logp).sum(-1, keepdims=True))
     onehot = np.eye(V)[safe]
 
-    def q_of(e):
-        if classes == "V-1":
+    def q_of(e, spread=classes):
+        if spread == "V-1":
             return (1 - e) * onehot + e / (V - 1) * (1 - onehot)
+        if spread == "every":                      # ε on every class: a sum where the mean belongs
+            return (1 - e) * onehot + e
         return (1 - e) * onehot + e / V
     n = {"kept": max(int(keep.sum()), 1), "all": N, "sum": 1}[denom]
     per = -(q_of(eps) * logp).sum(-1)
     L = (per * keep).sum() / n if keep.any() or denom != "kept" else 0.0
     g = float(np.asarray(inp["upstream"])) if upstream else 1.0
     rows = np.ones(N) if keep_ignored else keep.astype(np.float64)
-    dz = (np.exp(logp) - q_of(eps_b)) * (rows * g / n)[:, None]
+    dz = (np.exp(logp) - q_of(eps_b, backward_classes or classes)) * (rows * g / n)[:, None]
     return {"out": np.asarray(L), "dlogits": dz.reshape(np.shape(inp["logits"]))}
 
 
@@ -248,17 +294,26 @@ CROSS_ENTROPY = (
     Mistake("cross_entropy", "cross_entropy", "ce-no-upstream", ("dlogits",),
             "dlogits is not multiplied by the upstream dloss (chain rule: dlogits = dloss · (softmax - q) / N_kept)",
             lambda inp: _cross_entropy(inp, upstream=False)),
+    Mistake("cross_entropy", "cross_entropy", "ce-smoothing-summed", ("out",),
+            "the smoothing term SUMS -log p_c over the classes: it is their MEAN, ε · (1/V) Σ_c (-log p_c) "
+            "(q puts ε/V on every class)",
+            lambda inp: {"out": _cross_entropy(inp, classes="every", backward_classes="V")["out"]}
+            if _smoothed(inp) else {}),
+    Mistake("cross_entropy", "cross_entropy", "ce-backward-smoothing-not-spread", ("dlogits",),
+            "the backward's q puts ε on every class: spread it, q = (1 - ε) onehot(y) + ε/V, so "
+            "dlogits = softmax - q",
+            lambda inp: _cross_entropy(inp, backward_classes="every") if _smoothed(inp) else {}),
 )
 
 
 # ------------------------------------------------------------------ LayerNorm, RMSNorm
-def _layernorm(inp, *, ddof=0, eps_outside=False):
+def _layernorm(inp, *, ddof=0, eps_outside=False, root=np.sqrt):
     x, gamma = _x(inp), _x(inp, "gamma")
     beta = _x(inp, "beta") if "beta" in inp else 0.0
     eps = float(inp.get("eps", 1e-5))
     mu = x.mean(-1, keepdims=True)
     var = x.var(-1, keepdims=True, ddof=ddof)
-    xhat = (x - mu) / (np.sqrt(var) + eps) if eps_outside else (x - mu) / np.sqrt(var + eps)
+    xhat = (x - mu) / (root(var) + eps) if eps_outside else (x - mu) / root(var + eps)
     return {"out": xhat * gamma + beta}
 
 
@@ -280,11 +335,11 @@ def _layernorm_backwards(inp):
             "mean-params": {"dgamma": _rows(dy * xhat).mean(0), "dbeta": _rows(dy).mean(0)}}
 
 
-def _rmsnorm(inp, *, eps_outside=False, sum_squares=False):
+def _rmsnorm(inp, *, eps_outside=False, sum_squares=False, root=np.sqrt):
     x, gamma = _x(inp), _x(inp, "gamma")
     eps = float(inp.get("eps", 1e-6))
     ms = (x * x).sum(-1, keepdims=True) if sum_squares else (x * x).mean(-1, keepdims=True)
-    rms = np.sqrt(ms) + eps if eps_outside else np.sqrt(ms + eps)
+    rms = root(ms) + eps if eps_outside else root(ms + eps)
     return {"out": x / rms * gamma}
 
 
@@ -297,6 +352,7 @@ def _rmsnorm_backwards(inp):
     return {"const": {"dx": dxhat * rstd},
             "no-gamma": {"dx": rstd * (dy - xhat * (dy * xhat).mean(-1, keepdims=True))},
             "dgamma-x": {"dgamma": _rows(dy * x).sum(0)},
+            "dgamma-no-xhat": {"dgamma": _rows(dy).sum(0)},
             "centred": {"out": _layernorm(dict(inp, eps=eps))["out"] - 0.0}}
 
 
@@ -312,6 +368,13 @@ NORMS = (
     Mistake("layernorm", "layernorm", "layernorm-eps-outside-sqrt", ("out",),
             "eps is added outside the square root: xhat = (x - μ) / √(σ² + eps)",
             lambda inp: _layernorm(inp, eps_outside=True)),
+    Mistake("layernorm", "layernorm", "layernorm-no-sqrt", ("out",),
+            "x - μ is divided by the variance: divide by the standard deviation, xhat = (x - μ) / √(σ² + eps)",
+            lambda inp: _layernorm(inp, root=lambda v: v)),
+    Mistake("layernorm", "layernorm", "layernorm-not-scaled", ("out",),
+            "x is centred but not divided by its standard deviation: xhat = (x - μ) / √(σ² + eps)",
+            lambda inp: {"out": (_x(inp) - _x(inp).mean(-1, keepdims=True)) * _x(inp, "gamma")
+                         + (_x(inp, "beta") if "beta" in inp else 0.0)}),
     Mistake("layernorm", "layernorm", "layernorm-no-mean-terms", ("dx",),
             "dx = dxhat · rstd treats μ and σ as constants: both mean terms are missing, "
             "dx = rstd · (dxhat - mean(dxhat) - xhat ⊙ mean(dxhat ⊙ xhat))",
@@ -343,6 +406,9 @@ NORMS = (
     Mistake("rmsnorm", "rmsnorm", "rmsnorm-sum-of-squares", ("out",),
             "the root is of the SUM of squares: RMSNorm divides by √(MEAN(x²) + eps), the mean over C",
             lambda inp: _rmsnorm(inp, sum_squares=True)),
+    Mistake("rmsnorm", "rmsnorm", "rmsnorm-no-sqrt", ("out",),
+            "x is divided by the mean square: divide by its square root, rms = √(mean(x²) + eps)",
+            lambda inp: _rmsnorm(inp, root=lambda v: v)),
     Mistake("rmsnorm", "rmsnorm", "rmsnorm-centred", ("out",),
             "x is centred (its mean subtracted): that is LayerNorm; RMSNorm divides x itself by √(mean(x²) + eps)",
             _sub(_rmsnorm_backwards, "centred")),
@@ -353,6 +419,9 @@ NORMS = (
     Mistake("rmsnorm", "rmsnorm", "rmsnorm-dx-no-gamma", ("dx",),
             "dx forgets gamma: the gradient reaching xhat is dxhat = dy ⊙ gamma",
             _sub(_rmsnorm_backwards, "no-gamma")),
+    Mistake("rmsnorm", "rmsnorm", "rmsnorm-dgamma-no-xhat", ("dgamma",),
+            "dgamma = Σ dy misses xhat: y = xhat ⊙ gamma gives dgamma = Σ_rows dy ⊙ xhat",
+            _sub(_rmsnorm_backwards, "dgamma-no-xhat")),
     Mistake("rmsnorm", "rmsnorm", "rmsnorm-dgamma-x", ("dgamma",),
             "dgamma uses x where xhat belongs: dgamma = Σ_rows dy ⊙ xhat, xhat = x · rstd",
             _sub(_rmsnorm_backwards, "dgamma-x")),
@@ -619,11 +688,11 @@ def _causal(inp, shift=0, left=False, upper=False):
     return {"out": (j >= i + shift) if upper else (j <= i + shift)}
 
 
-def _sinusoidal(inp, *, swap=False, exponent_i=False, halves=False):
+def _sinusoidal(inp, *, swap=False, exponent_i=False, halves=False, inverted=False):
     L, d = inp["max_len"], inp["d"]
     pos = np.arange(L)[:, None]
     i2 = np.arange(0, d, 2)
-    angle = pos / 10000.0 ** ((i2 / 2 if exponent_i else i2) / d)
+    angle = pos / 10000.0 ** ((i2 / 2 if exponent_i else i2) / d * (-1 if inverted else 1))
     sin, cos = (np.cos, np.sin) if swap else (np.sin, np.cos)
     PE = np.empty((L, d))
     if halves:
@@ -657,6 +726,10 @@ FORWARD_ONLY = (
             "sin fills the first half and cos the second: the convention interleaves them, "
             "sin in the even columns 2i, cos in the odd ones 2i+1",
             lambda inp: _sinusoidal(inp, halves=True)),
+    Mistake("sinusoidal", "sinusoidal_table", "sinusoidal-frequency-inverted", ("out",),
+            "the angle is pos · 10000^(2i/d): it is pos / 10000^(2i/d) (the frequencies fall with i, "
+            "from 1 down to 1/10000)",
+            lambda inp: _sinusoidal(inp, inverted=True)),
 )
 
 FUNCTIONAL = LINEAR + ELEMENTWISE + SOFTMAX + CROSS_ENTROPY + NORMS + DROPOUT + ATTENTION + ROPE + FORWARD_ONLY

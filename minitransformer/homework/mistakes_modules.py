@@ -74,16 +74,18 @@ def _mha(**options):
 
 
 # ------------------------------------------------------------------ Residual, DecoderBlock
-def _residual_backward(self, dy, *, identity=True, norm=True, post_adds_dy=False, dropout=True):
+def _residual_backward(self, dy, *, identity=True, norm=True, post_adds_dy=False, dropout=True, branch=True):
     """Residual.backward with one thing changed."""
     drop = self.dropout.backward if dropout else (lambda d: d)
     if self.norm_position == "pre":
         dh, extra = _split(self.sublayer.backward(drop(dy)))
         dx = self.norm.backward(dh) if norm else dh
+        dx = dx if branch else 0.0 * dx
         dx = dx + dy if identity else dx
     else:
         ds = self.norm.backward(dy) if norm else dy
         dx, extra = _split(self.sublayer.backward(drop(ds)))
+        dx = dx if branch else 0.0 * dx
         dx = dx + (dy if post_adds_dy else ds) if identity else dx
     return (dx, *extra) if extra else dx
 
@@ -183,6 +185,10 @@ MODULES = (
             "the identity branch's gradient is missing: y = x + F(...) gives dx = (the branch's gradient) + dy "
             "(post-norm: + ds, the gradient at the sum)",
             _residuals(identity=False)),
+    Mistake("block", "DecoderBlock", "residual-branch-missing", ("dx", "dmemory", "d*"),
+            "only the identity branch's gradient reaches x: y = x + F(...) gives dx = (the branch's gradient, "
+            "through the sublayer and the norm) + dy; the branch's gradient was overwritten or dropped",
+            _residuals(branch=False)),
     Mistake("block", "DecoderBlock", "residual-norm-skipped", ("dx", "dmemory", "d*"),
             "the norm's backward is skipped: the gradient must go through norm.backward "
             "(pre-norm: after the sublayer's; post-norm: first)",
