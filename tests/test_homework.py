@@ -186,6 +186,34 @@ def test_export_leaves_no_solution_direct_or_equivalent(tmp_path):
     assert "dx = y * (dy - s)" not in text                                # softmax's
 
 
+PACKAGE = Path(__file__).resolve().parents[1] / "minitransformer"
+# Helpers a target calls that compute nothing of the answer: argument checks and bookkeeping.
+UTILITIES = {"_check_x", "check_softmax_inputs", "_check_inputs", "check_dloss", "_check_norm_inputs",
+             "_check_forward", "_check_backward", "_safe_max", "_sum_rows", "_sum_to_shape", "_keep_mask",
+             "_split", "query_key_positions", "_sigmoid"}
+
+
+def test_every_helper_a_target_calls_is_stubbed_too_or_a_named_utility():
+    """A same-module function a target's body calls holds part of the answer unless it only checks
+    or books: it must be a target itself (stubbed, graded) or listed above. _gelu_tanh_forward (the
+    whole tanh GELU) and RoPE's _tables and _pairs once shipped whole in the students' copies."""
+    stubbed = {str(t) for a in ASSIGNMENTS for t in a.targets} | \
+        {s for specs in EQUIVALENT_CODE.values() for s in specs}
+    unclassified = []
+    for a in ASSIGNMENTS:
+        for target in a.targets:
+            module, qualname = str(target).split(":")
+            tree = ast.parse((PACKAGE / module.replace(".", "/")).with_suffix(".py").read_text())
+            functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+            node = tree
+            for part in qualname.split("."):
+                node = next(n for n in node.body if getattr(n, "name", None) == part)
+            called = {n.func.id for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+            unclassified += [f"{a.id}: {qualname} calls {module}:{name}" for name in sorted(called & functions)
+                             if f"{module}:{name}" not in stubbed and name not in UTILITIES]
+    assert not unclassified, unclassified
+
+
 def test_export_refuses_a_non_empty_folder_and_force_keeps_foreign_files(tmp_path, capsys):
     (tmp_path / "my_work.py").write_text("precious = 1\n")
     assert main(["homework", "export", "relu", "--out", str(tmp_path)]) == 2
