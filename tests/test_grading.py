@@ -22,6 +22,7 @@ import pytest
 from minitransformer.cli import main
 from minitransformer.homework.assignments import BY_ID
 from minitransformer.homework.export import _find, body_span, export
+from minitransformer.homework.grade import grade
 from minitransformer.homework.mistakes import catalogue
 
 
@@ -230,11 +231,21 @@ def test_a_students_copy_checks_itself_with_the_graders_cases_diagnoses_and_rubr
     assert "case · tensor" in out and "tolerance: relative error" in out
     line = _row_line(out, "softmax: rows of x (B, T, n)", "dx")
     assert "NOT OK" in line and f"DIAGNOSIS: {_message('softmax-no-sum-term')}" in line
-    assert "FAIL  0.00/1.11  softmax: rows of x (B, T, n) · dx" in out
+    assert "FAIL  0.00/0.91  softmax: rows of x (B, T, n) · dx" in out    # 5 points over 5½ checks
     plant(tmp_path, "functional.softmax:softmax_backward", (SOFTMAX_BACKWARD_BUGGY.lstrip("\n"),
                                                             SOFTMAX_BACKWARD.lstrip("\n")))
     out = _starter(tmp_path, "softmax")
     assert "== softmax: 5/5 (ok)" in out and "NOT OK" not in out
+
+
+def test_embedding_graded_on_a_vocabulary_that_takes_the_sorted_scatter(tmp_path):
+    """The scatter for V > 128 is the student's to write too: left stubbed, it costs that case."""
+    export(["embedding"], tmp_path, with_solutions=True)
+    plant(tmp_path, "functional.embedding:_sorted_scatter",
+          ("    xp = get_xp(dout2)\n", "    raise NotImplementedError('_sorted_scatter: implement me')\n"))
+    result = grade(tmp_path, ["embedding"])[0]
+    failed = [line.split(maxsplit=2)[2] for line in result["rubric"] if line.startswith("  FAIL")]
+    assert failed == ["embedding: a vocabulary above 128 (the sorted scatter)"], result["rubric"]
 
 
 def test_the_same_grading_runs_in_process_on_the_students_own_package():

@@ -27,6 +27,7 @@ import pytest
 from minitransformer.cli import main
 from minitransformer.homework.grade import grade
 from minitransformer.homework import child, classroom
+from minitransformer.homework.rubric import items
 from minitransformer.homework.sandbox import Limits, confinement_note
 
 REFERENCE = Path(__file__).resolve().parents[1] / "minitransformer"
@@ -292,7 +293,23 @@ def test_a_backward_that_changes_the_forwards_input_through_the_cache_loses_the_
     promise = [row for row in result["rows"] if row["name"].endswith("inputs unchanged") and not row["ok"]]
     assert promise and "your backward changed the forward's input `x` in place through the cache" \
         in promise[0]["diagnosis"]
-    assert result["score"] == pytest.approx(5 - 0.56), result["rubric"]
+    integrity = next(item for item in items("softmax") if item.name.startswith("inputs and"))
+    assert result["score"] == pytest.approx(5 - integrity.points), result["rubric"]
+
+
+def test_a_softmax_without_the_max_subtraction_loses_the_large_scores_case_only(tmp_path):
+    body = """
+    import numpy as np
+    e = np.exp(x)
+    s = e.sum(axis, keepdims=True)
+    y = e / np.where(s == 0, 1.0, s)
+    return y, (y, axis)
+    """
+    result = honest(submission(tmp_path / "s", body, backward_body=CORRECT_BACKWARD))["softmax"]
+    failed = [line.split(maxsplit=2)[2] for line in result["rubric"] if line.startswith("  FAIL")]
+    assert failed == ["softmax: scores near ±1000 (subtract the row max: exp(1000) overflows)"], result["rubric"]
+    row = next(r for r in result["rows"] if r["name"].startswith("softmax: scores near") and not r["ok"])
+    assert "NaN" in row["diagnosis"] or "inf" in row["diagnosis"], row
 
 
 def test_memory_is_bounded(tmp_path):

@@ -30,6 +30,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..functional.embedding import ONE_HOT_MAX_V
 from .assignments import BY_ID, Check
 from .checks import (Case, draw_bct, draw_bhtd, draw_cross_entropy,
                      draw_dropout, draw_embedding, draw_layernorm, draw_linear, draw_rmsnorm,
@@ -93,6 +94,14 @@ def draw_masked_softmax(rng):
     return Case({"x": x}, masked={"out": np.broadcast_to(hidden, x.shape)})
 
 
+def draw_large_softmax(rng):
+    """Scores around ±1000 (each row shifted): exp overflows to inf above 709 and underflows to 0
+    below -745, so only a softmax that subtracts the row max first gives finite probabilities."""
+    case = draw_softmax(rng, None, {})
+    x = case.inputs["x"]
+    return replace(case, inputs={"x": x + rng.choice([-1000.0, 1000.0], size=x.shape[:-1] + (1,))})
+
+
 def draw_cross_entropy_smoothing(rng):
     case = draw_cross_entropy(rng, None, {})
     return replace(case, kwargs=dict(case.kwargs, smoothing=0.1))
@@ -125,6 +134,17 @@ def draw_embedding_repeated(rng):
     ids = case.inputs["ids"].copy()
     ids.reshape(-1)[:2] = ids.reshape(-1)[-1]                # the last id three times
     return replace(case, inputs=dict(case.inputs, ids=ids))
+
+
+def draw_embedding_large_vocabulary(rng):
+    """V above ONE_HOT_MAX_V: embedding_backward takes the sorted scatter, not the one-hot product;
+    ids with repeats, most rows of dW zero."""
+    case = draw_embedding(rng, None, {})
+    V = ONE_HOT_MAX_V + int(rng.integers(1, 200))
+    ids = rng.integers(0, V, case.inputs["ids"].shape)
+    ids.reshape(-1)[:2] = ids.reshape(-1)[-1]                # one id three times
+    W = rng.standard_normal((V, case.inputs["W"].shape[1]))
+    return replace(case, inputs=dict(case.inputs, ids=ids, W=W))
 
 
 def draw_dropout_eval(rng):
@@ -239,7 +259,9 @@ CASES = {
     "softmax": tuple(_cases("softmax", 0, ("out", "dx"),
                             ("softmax: rows of x (B, T, n)", _fixed(draw_softmax)),
                             ("softmax: masked (-inf) entries and a fully masked row (0, never NaN)",
-                             draw_masked_softmax), float32="softmax")),
+                             draw_masked_softmax),
+                            ("softmax: scores near ±1000 (subtract the row max: exp(1000) overflows)",
+                             draw_large_softmax), float32="softmax")),
     "cross_entropy": tuple(_cases("cross_entropy", 0, ("out", "dx"),
                                   ("log_softmax: rows of x (B, T, V)", _fixed(draw_bct)), float32="log_softmax")
                            + _cases("cross_entropy", 1, ("out", "dlogits"),
@@ -258,6 +280,8 @@ CASES = {
                             float32="rmsnorm")),
     "embedding": tuple(_cases("embedding", 0, ("out", "dW"),
                               ("embedding: repeated ids (their gradients add up)", draw_embedding_repeated),
+                              ("embedding: a vocabulary above 128 (the sorted scatter)",
+                               draw_embedding_large_vocabulary),
                               float32="embedding")),
     "dropout": tuple(_cases("dropout", 0, ("out", "dx"),
                             ("dropout: training with a given keep-mask", _fixed(draw_dropout)),
