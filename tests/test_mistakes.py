@@ -119,7 +119,43 @@ def gelu_exact(kind):
             phi = np.exp(-x ** 2 / 2)
         if kind == "pdf-exponent":
             phi = np.exp(-x ** 2) / np.sqrt(2 * np.pi)
+        if kind == "pdf-sign":
+            phi = np.exp(x ** 2 / 2) / np.sqrt(2 * np.pi)
+        if kind == "no-x":
+            return dy * (Phi + phi)
         return dy * (x * phi if kind == "x-phi-only" else Phi + x * phi)
+    return forward, backward
+
+
+def gelu_student(kind):
+    """A student's GELU of both forms with one line wrong (or none); the cache is dy/dx."""
+    k, c = 0.044715, np.sqrt(2 / np.pi)
+
+    def forward(x, approximate="none"):
+        Phi = 0.5 * erfc(-x / np.sqrt(2))
+        phi = np.exp(-x ** 2 / 2) / np.sqrt(2 * np.pi)
+        if approximate == "none":
+            if kind == "cdf-sign":
+                Phi = 0.5 * erfc(x / np.sqrt(2))
+            if kind == "cdf-no-half":
+                Phi = erfc(-x / np.sqrt(2))
+            y = x * (phi if kind == "pdf-for-cdf" else Phi)
+            return y, Phi + x * phi
+        cube = {"cubic-k-x2": k * x ** 2, "cubic-no-k": x ** 3}.get(kind, k * x ** 3)
+        u = (1.0 if kind == "no-sqrt-2-over-pi" else c) * (x + cube)
+        du = c * (1 + {"du-no-3": k, "du-no-cubic": 0.0}.get(kind, 3 * k) * x ** 2)   # u'
+        t = np.tanh(u)
+        if kind == "sigmoid-u":                    # x σ(u), differentiated as such
+            s = 1 / (1 + np.exp(-u))
+            return x * s, s + x * s * (1 - s) * du
+        y = 0.5 * x * (1 + t)
+        dydx = 0.5 * (1 + t) + 0.5 * x * (1 - (t if kind == "tanh-derivative" else t * t)) * du
+        if kind == "exact-derivative":
+            dydx = Phi + x * phi
+        return y, dydx
+
+    def backward(dy, dydx):
+        return dy * dydx
     return forward, backward
 
 
@@ -384,6 +420,64 @@ def student_rope(direction=1, layout_fixed=None, use_scale=True, use_offset=True
     return forward, backward
 
 
+def student_rope_tables(theta=None, multiply_scale=False, swap=False, swap_in_backward=False):
+    """A student's RoPE whose angle tables (or the backward's reading of them) are wrong."""
+    def forward(x, offset=0, base=10000.0, layout="interleaved", scale=1.0):
+        T, D = x.shape[2], x.shape[3]
+        m = (offset + np.arange(T)) * scale if multiply_scale else (offset + np.arange(T)) / scale
+        j = np.arange(D // 2)
+        ang = np.outer(m, base ** (-2 * j / D) if theta is None else theta(j, D, base))
+        cos, sin = (np.sin(ang), np.cos(ang)) if swap else (np.cos(ang), np.sin(ang))
+        y = np.empty_like(x)
+        a, b, ya, yb = _halves(x, layout) + _halves(y, layout)
+        ya[...], yb[...] = a * cos - b * sin, a * sin + b * cos
+        return y, (cos, sin, layout)
+
+    def backward(dy, cache):
+        cos, sin, layout = cache
+        if swap_in_backward:
+            sin, cos = cache[:2]                 # unpacked in the wrong order
+        dx = np.empty_like(dy)
+        a, b, da, db = _halves(dy, layout) + _halves(dx, layout)
+        da[...], db[...] = a * cos + b * sin, -a * sin + b * cos
+        return dx
+    return forward, backward
+
+
+def _halves(a, layout):
+    half = a.shape[-1] // 2
+    return (a[..., 0::2], a[..., 1::2]) if layout == "interleaved" else (a[..., :half], a[..., half:])
+
+
+def student_rope_line(where, line, term, slip):
+    """A student's RoPE with one term of one line (``line`` 0: a, 1: b; ``term`` 0: the a term, 1: the b
+    term) of the forward or backward rotation dropped (slip 0) or its sign flipped (slip -1)."""
+    def lines(a, b, cos, sin, signs):
+        c = list(signs)
+        if where_now[0] == where:
+            c[2 * line + term] *= slip
+        return c[0] * a * cos + c[1] * b * sin, c[2] * a * sin + c[3] * b * cos
+    where_now = [None]
+
+    def forward(x, offset=0, base=10000.0, layout="interleaved", scale=1.0):
+        T, D = x.shape[2], x.shape[3]
+        ang = np.outer((offset + np.arange(T)) / scale, base ** (-np.arange(0, D, 2) / D))
+        y = np.empty_like(x)
+        a, b, ya, yb = _halves(x, layout) + _halves(y, layout)
+        where_now[0] = "forward"
+        ya[...], yb[...] = lines(a, b, np.cos(ang), np.sin(ang), (1, -1, 1, 1))
+        return y, (np.cos(ang), np.sin(ang), layout)
+
+    def backward(dy, cache):
+        cos, sin, layout = cache
+        dx = np.empty_like(dy)
+        a, b, da, db = _halves(dy, layout) + _halves(dx, layout)
+        where_now[0] = "backward"
+        da[...], db[...] = lines(a, b, cos, sin, (1, 1, -1, 1))
+        return dx
+    return forward, backward
+
+
 def causal(shift=0, left=False, upper=False):
     def causal_mask(T, S=None):
         S = T if S is None else S
@@ -544,6 +638,17 @@ PLANTED = {
     "gelu-pdf-unnormalised": ("gelu: exact (erf)", "dx", *gelu_exact("pdf-unnormalised")),
     "gelu-pdf-exponent": ("gelu: exact (erf)", "dx", *gelu_exact("pdf-exponent")),
     "gelu-erf-no-sqrt2": ("gelu: exact (erf)", "out", *gelu_exact("erf-no-sqrt2")),
+    "gelu-cdf-sign": ("gelu: exact (erf)", "out", *gelu_student("cdf-sign")),
+    "gelu-cdf-no-half": ("gelu: exact (erf)", "out", *gelu_student("cdf-no-half")),
+    "gelu-pdf-for-cdf": ("gelu: exact (erf)", "out", *gelu_student("pdf-for-cdf")),
+    "gelu-pdf-sign": ("gelu: exact (erf)", "dx", *gelu_exact("pdf-sign")),
+    "gelu-dx-no-x": ("gelu: exact (erf)", "dx", *gelu_exact("no-x")),
+    "gelu-derivative-other-form": ("gelu: tanh approximation", "dx", *gelu_student("exact-derivative")),
+    "gelu-tanh-half": ("gelu: tanh approximation", "out", *gelu_student("sigmoid-u")),
+    "gelu-tanh-no-sqrt-2-over-pi": ("gelu: tanh approximation", "out", *gelu_student("no-sqrt-2-over-pi")),
+    "gelu-tanh-cubic": ("gelu: tanh approximation", "out", *gelu_student("cubic-k-x2")),
+    "gelu-tanh-du": ("gelu: tanh approximation", "dx", *gelu_student("du-no-3")),
+    "gelu-tanh-sigmoid-derivative": ("gelu: tanh approximation", "dx", *gelu_student("tanh-derivative")),
     "softmax-wrong-axis": ("softmax: rows of x (B, T, n)", "out", softmax_cols, None),
     "softmax-no-y-in-sum": ("softmax: rows of x (B, T, n)", "dx", None, softmax_bwd("no-y")),
     "softmax-no-sum-term": ("softmax: rows of x (B, T, n)", "dx", None, softmax_bwd("no-sum")),
@@ -623,6 +728,13 @@ PLANTED = {
     "rope-scale-ignored": ("rope: scale 2 (position interpolation)", "out", *student_rope(use_scale=False)),
     "rope-offset-ignored": ("rope: interleaved pairs, offset > 0", "out", *student_rope(use_offset=False)),
     "rope-theta-exponent": ("rope: interleaved pairs, offset > 0", "out", *student_rope(exponent=1)),
+    "rope-frequency-inverted": ("rope: half-split layout", "out",
+                                *student_rope_tables(theta=lambda j, D, base: base ** (2 * j / D))),
+    "rope-scale-multiplied": ("rope: scale 2 (position interpolation)", "out",
+                              *student_rope_tables(multiply_scale=True)),
+    "rope-cos-sin-swapped": ("rope: interleaved pairs, offset > 0", "out", *student_rope_tables(swap=True)),
+    "rope-rotation-term": ("rope: interleaved pairs, offset > 0", "out", *student_rope_line("forward", 0, 1, -1)),
+    "rope-backward-rotation-term": ("rope: half-split layout", "dx", *student_rope_line("backward", 1, 0, 0)),
     "causal-left-aligned": ("causal_mask: S > T (the queries are the last T positions)", "out",
                             causal(left=True), None),
     "causal-diagonal-hidden": ("causal_mask: T = S", "out", causal(shift=-1), None),
@@ -677,6 +789,39 @@ def test_a_planted_bug_in_a_function_is_named(name):
 def test_a_planted_bug_in_a_module_backward_is_named(name):
     case, tensor, patch = MODULE_PLANTED[name]
     _assert_named(_diagnoses(case, module_patch=patch), tensor, name)
+
+
+# ------------------------------------------------------------------ families: each way of writing the mistake
+@pytest.mark.parametrize("where, line, term, slip", [(w, line, term, slip) for w in ("forward", "backward")
+                                                     for line in (0, 1) for term in (0, 1) for slip in (0, -1)])
+def test_every_dropped_or_flipped_rotation_term_is_named(where, line, term, slip):
+    tensor, name = ("out", "rope-rotation-term") if where == "forward" else ("dx", "rope-backward-rotation-term")
+    _assert_named(_diagnoses("rope: half-split layout", *student_rope_line(where, line, term, slip)), tensor, name)
+
+
+@pytest.mark.parametrize("case, tensor, name, planted", [
+    ("rope: interleaved pairs, offset > 0", "dx", "rope-cos-sin-swapped", student_rope_tables(swap_in_backward=True)),
+    ("rope: interleaved pairs, offset > 0", "dx", "rope-theta-exponent", student_rope(exponent=1)),
+    ("rope: interleaved pairs, offset > 0", "out", "rope-theta-exponent",
+     student_rope_tables(theta=lambda j, D, base: base ** (-2 * j / (D // 2)))),
+    ("rope: interleaved pairs, offset > 0", "out", "rope-theta-exponent",
+     student_rope_tables(theta=lambda j, D, base: base ** (-2.0 * j))),
+    ("rope: interleaved pairs, offset > 0", "out", "rope-theta-exponent",
+     student_rope_tables(theta=lambda j, D, base: 1.0 + 0 * j)),
+    ("gelu: tanh approximation", "out", "gelu-tanh-cubic", gelu_student("cubic-no-k")),
+    ("gelu: tanh approximation", "dx", "gelu-tanh-du", gelu_student("du-no-cubic")),
+    ("gelu: tanh approximation", "dx", "gelu-tanh-half", gelu_student("sigmoid-u")),
+    ("gelu: exact (erf)", "dx", "gelu-cdf-sign", gelu_student("cdf-sign"))])
+def test_other_ways_of_writing_a_family_mistake_are_named(case, tensor, name, planted):
+    _assert_named(_diagnoses(case, *planted), tensor, name)
+
+
+def test_correct_gelu_and_rope_written_afresh_get_no_diagnosis():
+    for assignment, planted in (("gelu", gelu_student(None)), ("rope", student_rope_tables())):
+        for graded in CASES[assignment]:
+            if graded.dtype == "float64":
+                for student, messages in _diagnoses(graded.name, *planted):
+                    assert messages == {}, graded.name
 
 
 # ------------------------------------------------------------------ correct code: no diagnosis

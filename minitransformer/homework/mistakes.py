@@ -5,9 +5,12 @@ computes on the very inputs the student's code ran on (a term of a backward left
 out, a sign flipped, 1/√D missing, V - 1 classes for V, fancy-index ``+=`` for a
 scatter-add, a Module path's gradient dropped ...). A wrong tensor that matches a
 variant (relative error <= the tolerance) gets that mistake's message, which says
-what to look at. The catalogue lives in homework/mistakes_functional.py (the
-functional pairs) and homework/mistakes_modules.py (the Module backwards); every
-entry has a test with a bug planted by hand (tests/test_mistakes.py).
+what to look at. A family is one mistake written several ways (a term of either
+line of a rotation dropped, 2u' slipped in any of its factors): its variant is a
+list of candidates, and any one of them explains the tensor. The catalogue lives in
+homework/mistakes_functional.py (the functional pairs) and homework/mistakes_modules.py
+(the Module backwards); every entry has a test with a bug planted by hand
+(tests/test_mistakes.py).
 
 Parent side only: nothing here runs student code. The grader calls
 
@@ -48,7 +51,8 @@ class Mistake:
     name: str                    # a short id, unique: "softmax-no-y-in-sum"
     tensors: tuple               # the tensors it shows in ("dx", "dW_qkv", ...)
     message: str                 # what the student should look at
-    variant: Callable | None = None   # inputs -> {tensor: what the mistake computes}, None if not applicable
+    variant: Callable | None = None   # inputs -> {tensor: what the mistake computes}, None if not applicable;
+                                      # or a list of such dicts, a family (one mistake written several ways)
     match: Callable | None = None     # (inputs, tensor, student, reference) -> bool, for non-value mistakes
 
 
@@ -83,10 +87,27 @@ def _matches(student, candidate, reference, tol) -> bool:
 def _variants(mistake, inputs, cache: dict):
     if mistake.name not in cache:
         try:
-            cache[mistake.name] = mistake.variant(inputs) or {}
+            cache[mistake.name] = _flat(mistake.variant(inputs) or {})
         except (KeyError, ValueError, TypeError, IndexError, ZeroDivisionError, FloatingPointError):
             cache[mistake.name] = {}     # not applicable to this case (no bias, no memory, ...)
     return cache[mistake.name]
+
+
+def _flat(found) -> dict:
+    """A family's candidates [{tensor: array}, ...] as one dict, candidate k > 0 keyed "tensor#k"
+    (a student's copy stores the variants by these keys)."""
+    if isinstance(found, dict):
+        return found
+    return {(t if k == 0 else f"{t}#{k}"): v for k, c in enumerate(found) for t, v in c.items()}
+
+
+def _candidates(variants: dict) -> list:
+    """The {tensor: array} of each candidate of a flat dict of variants, in order."""
+    groups: dict = {}
+    for key, value in variants.items():
+        tensor, _, k = key.partition("#")
+        groups.setdefault(int(k or 0), {})[tensor] = value
+    return [groups[k] for k in sorted(groups)]
 
 
 def recognise(assignment_id, tensor, inputs, student, reference, *, function=None, cache=None,
@@ -109,10 +130,10 @@ def recognise(assignment_id, tensor, inputs, student, reference, *, function=Non
             except (KeyError, ValueError, TypeError, IndexError):
                 pass
             continue
-        variants = _variants(mistake, inputs, cache)
-        if _matches(student, variants.get(tensor), reference, tol) and \
-                _consistent(variants, others or {}, tol):
-            return mistake
+        for variants in _candidates(_variants(mistake, inputs, cache)):
+            if _matches(student, variants.get(tensor), reference, tol) and \
+                    _consistent(variants, others or {}, tol):
+                return mistake
     return None
 
 

@@ -7,6 +7,8 @@ reference's.
 """
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from ..functional.erf import erfc
@@ -101,21 +103,147 @@ def _gelu_second_term_only(inp):
     return {"dx": _g(inp) * (dydx - s)}
 
 
-def _gelu_exact_pdf(inp, *, normalised=True, half=True):
-    """The exact form's dx with φ(x) = exp(-x²/2)/√(2π) written wrong (the forward is right)."""
+def _gelu_exact_pdf(inp, *, normalised=True, half=0.5):
+    """The exact form's dx with φ(x) = exp(-x²/2)/√(2π) written wrong, exp(-half·x²) (the forward is right)."""
     if inp.get("approximate", "none") != "none":
         return {}
     x = _x(inp)
     Phi = 0.5 * erfc(-x / np.sqrt(2))
-    phi = np.exp(-(0.5 if half else 1.0) * x * x) / (np.sqrt(2 * np.pi) if normalised else 1.0)
+    phi = np.exp(-half * x * x) / (np.sqrt(2 * np.pi) if normalised else 1.0)
     return {"dx": _g(inp) * (Phi + x * phi)}
 
 
 def _gelu_erf_no_sqrt2(inp):
+    """Φ(x) = ½ erfc(-x/√2) with its argument -x or -√2 x, in out and in dx = Φ + x φ."""
+    if inp.get("approximate", "none") != "none":
+        return {}
+    x, dy = _x(inp), _g(inp)
+    phi = np.exp(-0.5 * x * x) / np.sqrt(2 * np.pi)
+    return [{"out": x * Phi, "dx": dy * (Phi + x * phi)} for Phi in (0.5 * erfc(-x), 0.5 * erfc(-np.sqrt(2) * x))]
+
+
+def _gelu_exact_cdf(inp, *, sign=1.0, half=0.5):
+    """The exact form with Φ(x) written wrong, Φ(sign·x)·half/½, in out and in dx = Φ + x φ."""
+    if inp.get("approximate", "none") != "none":
+        return {}
+    x, dy = _x(inp), _g(inp)
+    Phi = half * erfc(-sign * x / np.sqrt(2))
+    phi = np.exp(-0.5 * x * x) / np.sqrt(2 * np.pi)
+    c = half / 0.5
+    return [{"out": x * Phi, "dx": dy * (Phi + x * phi)},                  # Φ written once, wrong
+            {"out": x * Phi, "dx": dy * c * (Phi / c + sign * x * phi)}]   # y = x c Φ(sign x)'s own derivative
+
+
+def _gelu_pdf_for_cdf(inp):
     if inp.get("approximate", "none") != "none":
         return {}
     x = _x(inp)
-    return {"out": x * 0.5 * erfc(-x)}
+    return {"out": x * np.exp(-0.5 * x * x) / np.sqrt(2 * np.pi)}
+
+
+def _gelu_dx_no_x(inp):
+    """gelu'(x) with the x of its second term forgotten: Φ + φ (tanh form σ(2u) + σ(2u)(1 - σ(2u)) 2u')."""
+    x = _x(inp)
+    if inp.get("approximate", "none") == "tanh":
+        s = _sigma(2 * _u(x))
+        return {"dx": _g(inp) * (s + s * (1 - s) * _du2(x))}
+    return {"dx": _g(inp) * (0.5 * erfc(-x / np.sqrt(2)) + np.exp(-0.5 * x * x) / np.sqrt(2 * np.pi))}
+
+
+def _gelu_other_derivative(inp):
+    other = "none" if inp.get("approximate", "none") == "tanh" else "tanh"
+    return {"dx": _g(inp) * _gelu_parts(_x(inp), other)[1]}
+
+
+# the tanh form, y = x σ(2u), dydx = σ(2u) + x σ'(2u) · 2u', piece by piece
+_K, _C = 0.044715, np.sqrt(2 / np.pi)
+
+
+def _sigma(z):
+    return 0.5 * (1 + np.tanh(0.5 * z))
+
+
+def _u(x):
+    return _C * (x + _K * x ** 3)
+
+
+def _du2(x):
+    return 2 * _C * (1 + 3 * _K * x ** 2)                  # 2u'
+
+
+def _gelu_tanh(inp, *, u=None, du2=None, s=None, slope=None):
+    """{out, dx} of the tanh form with any piece replaced (a function of x); {} for the exact form."""
+    if inp.get("approximate", "none") != "tanh":
+        return {}
+    x = _x(inp)
+    uu = _u(x) if u is None else u(x)
+    ss = _sigma(2 * uu) if s is None else s(uu)
+    sl = ss * (1 - ss) if slope is None else slope(ss)
+    d = _du2(x) if du2 is None else du2(x)
+    return {"out": x * ss, "dx": _g(inp) * (ss + x * sl * d)}
+
+
+def _tanh_family(inp, *variants):
+    return [v for v in (_gelu_tanh(inp, **kw) for kw in variants) if v]
+
+
+def _u_prime(x):
+    return 0.5 * _du2(x)
+
+
+def _gelu_tanh_half(inp):
+    """σ(u) or tanh u where ½ (1 + tanh u) = σ(2u) belongs; the derivative through 2u' or u'."""
+    return _tanh_family(inp, dict(s=_sigma), dict(s=_sigma, du2=_u_prime),
+                        dict(s=np.tanh, slope=lambda t: 1 - t * t, du2=_u_prime))
+
+
+def _u_no_c(x):
+    return x + _K * x ** 3
+
+
+def _gelu_tanh_no_c(inp):
+    """u = x + k x³, √(2/π) forgotten; 2u' right, or without √(2/π) too."""
+    return _tanh_family(inp, dict(u=_u_no_c), dict(u=_u_no_c, du2=lambda x: _du2(x) / _C))
+
+
+_CUBIC_SLIPS = (            # u's cubic term as written, and its derivative
+    (lambda x: _K * x, lambda x: _K + 0 * x), (lambda x: _K * x * x, lambda x: 2 * _K * x),
+    (lambda x: x ** 3, lambda x: 3 * x * x), (lambda x: _K + 0 * x, lambda x: 0 * x),
+    (lambda x: -_K * x ** 3, lambda x: -3 * _K * x * x))
+
+
+def _u_with(term, x):
+    return _C * (x + term(x))
+
+
+def _du2_with(dterm, x):
+    return 2 * _C * (1 + dterm(x))
+
+
+def _gelu_tanh_cubic(inp):
+    """u's cubic term written k x, k x², x³, k or -k x³; 2u' right, or the derivative of that u."""
+    return _tanh_family(inp, *(kw for term, dterm in _CUBIC_SLIPS for kw in
+                               (dict(u=partial(_u_with, term)),
+                                dict(u=partial(_u_with, term), du2=partial(_du2_with, dterm)))))
+
+
+def _gelu_tanh_du(inp):
+    """2u' = 2√(2/π)(1 + 3k x²) written wrong; y is right."""
+    slips = (lambda x: 0.5 * _du2(x),                       # u' for 2u'
+             lambda x: 2 * _C * (1 + _K * x ** 2),           # the 3 of 3k x² forgotten
+             lambda x: 2 * _C * (1 + 3 * x ** 2),            # k forgotten
+             lambda x: 2 * _C + 0 * x,                       # the cubic's derivative forgotten
+             lambda x: 2 * (1 + 3 * _K * x ** 2),            # √(2/π) forgotten
+             lambda x: 1 + 3 * _K * x ** 2,                  # 2√(2/π) forgotten
+             lambda x: 2 * _C * (1 - 3 * _K * x ** 2),       # the cubic's derivative subtracted
+             lambda x: 2 * _C * 3 * _K * x ** 2,             # the derivative of x (1) forgotten
+             lambda x: 1 + 0 * x)                            # no chain factor at all
+    return _tanh_family(inp, *(dict(du2=d) for d in slips))
+
+
+def _gelu_tanh_slope(inp):
+    """σ'(z) = σ(1 - σ) written σ, or (from ½ x (1 + tanh u)) 1 - tanh u for 1 - tanh² u."""
+    return _tanh_family(inp, dict(slope=lambda s: s), dict(slope=lambda s: 0.5 * (1 - s)))
 
 
 ELEMENTWISE = (
@@ -144,10 +272,51 @@ ELEMENTWISE = (
     Mistake("gelu", "gelu", "gelu-pdf-exponent", ("dx",),
             "φ(x) has exp(-x²): the standard normal density is φ(x) = exp(-x²/2) / √(2π), a half in the "
             "exponent",
-            lambda inp: _gelu_exact_pdf(inp, half=False)),
-    Mistake("gelu", "gelu", "gelu-erf-no-sqrt2", ("out",),
-            "Φ(x) is computed as (1 + erf(x))/2: the normal CDF is Φ(x) = (1 + erf(x/√2))/2, x divided by √2",
+            lambda inp: _gelu_exact_pdf(inp, half=1.0)),
+    Mistake("gelu", "gelu", "gelu-erf-no-sqrt2", ("out", "dx"),
+            "Φ(x) is computed as (1 + erf(x))/2 or (1 + erf(√2 x))/2: the normal CDF is "
+            "Φ(x) = (1 + erf(x/√2))/2, x divided by √2",
             _gelu_erf_no_sqrt2),
+    Mistake("gelu", "gelu", "gelu-cdf-sign", ("out", "dx"),
+            "Φ(x) is computed as Φ(-x): Φ(x) = ½ erfc(-x/√2) = ½ (1 + erf(x/√2)), so erfc takes -x/√2 "
+            "(½ erfc(x/√2) is 1 - Φ(x))",
+            lambda inp: _gelu_exact_cdf(inp, sign=-1.0)),
+    Mistake("gelu", "gelu", "gelu-cdf-no-half", ("out", "dx"),
+            "Φ(x) misses its ½: Φ(x) = ½ erfc(-x/√2) = ½ (1 + erf(x/√2)), between 0 and 1",
+            lambda inp: _gelu_exact_cdf(inp, half=1.0)),
+    Mistake("gelu", "gelu", "gelu-pdf-for-cdf", ("out",),
+            "out = x φ(x) uses the density: GELU weighs x by the normal CDF, y = x Φ(x), Φ(x) = ½ erfc(-x/√2)",
+            _gelu_pdf_for_cdf),
+    Mistake("gelu", "gelu", "gelu-pdf-sign", ("dx",),
+            "φ(x) has exp(+x²/2): the standard normal density is φ(x) = exp(-x²/2) / √(2π), a minus in the "
+            "exponent",
+            lambda inp: _gelu_exact_pdf(inp, half=-0.5)),
+    Mistake("gelu", "gelu", "gelu-dx-no-x", ("dx",),
+            "the second term of gelu'(x) misses its x: gelu'(x) = Φ(x) + x φ(x) (tanh form: "
+            "σ(2u) + x σ(2u)(1 - σ(2u)) 2u'), the product rule on y = x Φ(x)",
+            _gelu_dx_no_x),
+    Mistake("gelu", "gelu", "gelu-derivative-other-form", ("dx",),
+            "dx uses the derivative of the other GELU form: the forward's form is `approximate`'s, and so is "
+            "its derivative (\"none\": Φ(x) + x φ(x); \"tanh\": σ(2u) + x σ(2u)(1 - σ(2u)) 2u')",
+            _gelu_other_derivative),
+    Mistake("gelu", "gelu", "gelu-tanh-half", ("out", "dx"),
+            "the factor of x is σ(u) or tanh u: the tanh form is ½ x (1 + tanh u) = x σ(2u), "
+            "u = √(2/π)(x + 0.044715 x³), so σ takes 2u",
+            _gelu_tanh_half),
+    Mistake("gelu", "gelu", "gelu-tanh-no-sqrt-2-over-pi", ("out", "dx"),
+            "u misses √(2/π): u = √(2/π)(x + 0.044715 x³), and 2u' = 2√(2/π)(1 + 3·0.044715 x²)",
+            _gelu_tanh_no_c),
+    Mistake("gelu", "gelu", "gelu-tanh-cubic", ("out", "dx"),
+            "u's cubic term is wrong: u = √(2/π)(x + 0.044715 x³), a cube with the coefficient 0.044715",
+            _gelu_tanh_cubic),
+    Mistake("gelu", "gelu", "gelu-tanh-du", ("dx",),
+            "2u', the chain rule's factor, is wrong: the derivative of 2u = 2√(2/π)(x + 0.044715 x³) is "
+            "2u' = 2√(2/π)(1 + 3·0.044715 x²), in gelu'(x) = σ(2u) + x σ(2u)(1 - σ(2u)) · 2u'",
+            _gelu_tanh_du),
+    Mistake("gelu", "gelu", "gelu-tanh-sigmoid-derivative", ("dx",),
+            "the sigmoid's derivative is wrong: σ'(z) = σ(z)(1 - σ(z)), so "
+            "gelu'(x) = σ(2u) + x σ(2u)(1 - σ(2u)) 2u' (from ½ x (1 + tanh u): d tanh u / du = 1 - tanh² u)",
+            _gelu_tanh_slope),
 )
 
 
@@ -638,22 +807,77 @@ def _rope_backward_forward(inp):
     return {"dx": rope_forward(_g(inp), **_rope_args(inp))[0]}
 
 
-def _rope_theta(inp):
-    """θ_j = base^(-j/D) instead of base^(-2j/D): positions scaled by base^(j/D) per pair."""
-    args = _rope_args(inp)
-    x = _x(inp)
+# the rotation written out: (y_a, y_b) = (c0 a cos + c1 b sin, c2 a sin + c3 b cos), a = x_a, b = x_b
+_FORWARD, _BACKWARD = (1, -1, 1, 1), (1, 1, -1, 1)        # R(mθ) and Rᵀ = R(-mθ)
+
+
+def _rope_tables(inp, *, theta=None, positions=None):
+    """cos, sin (T, D/2) of m·θ_j; theta (j, D, base) -> θ_j and positions (t, offset, scale) -> m
+    replace the reference's base^(-2j/D) and (offset + t) / scale."""
+    args, x = _rope_args(inp), _x(inp)
     T, D = x.shape[2], x.shape[3]
-    m = (args["offset"] + np.arange(T)) / args["scale"]
-    theta = args["base"] ** (-np.arange(D // 2) / D)
-    angle = m[:, None] * theta[None, :]
-    cos, sin = np.cos(angle), np.sin(angle)
-    half = D // 2
-    a, b = (x[..., 0::2], x[..., 1::2]) if args["layout"] == "interleaved" else (x[..., :half], x[..., half:])
-    y = np.empty_like(x)
-    ya, yb = (y[..., 0::2], y[..., 1::2]) if args["layout"] == "interleaved" else (y[..., :half], y[..., half:])
-    ya[...] = a * cos - b * sin
-    yb[...] = a * sin + b * cos
-    return {"out": y}
+    t, j = np.arange(T, dtype=np.float64), np.arange(D // 2, dtype=np.float64)
+    m = (args["offset"] + t) / args["scale"] if positions is None else positions(t, args["offset"], args["scale"])
+    th = args["base"] ** (-2 * j / D) if theta is None else theta(j, D, args["base"])
+    angle = m[:, None] * th[None, :]                        # (T, D/2)
+    return np.cos(angle), np.sin(angle)
+
+
+def _rotate(a, cos, sin, layout, c):
+    half = a.shape[-1] // 2
+    pa, pb = (a[..., 0::2], a[..., 1::2]) if layout == "interleaved" else (a[..., :half], a[..., half:])
+    out = np.empty_like(a)
+    oa, ob = (out[..., 0::2], out[..., 1::2]) if layout == "interleaved" else (out[..., :half], out[..., half:])
+    oa[...] = c[0] * pa * cos + c[1] * pb * sin
+    ob[...] = c[2] * pa * sin + c[3] * pb * cos
+    return out
+
+
+def _rope_with(inp, cos, sin, forward=_FORWARD, backward=_BACKWARD, backward_tables=None):
+    """{out, dx} of a rotation with these tables and these signs (the backward's tables: the forward's)."""
+    layout = _rope_args(inp)["layout"]
+    bcos, bsin = backward_tables or (cos, sin)
+    return {"out": _rotate(_x(inp), cos, sin, layout, forward), "dx": _rotate(_g(inp), bcos, bsin, layout, backward)}
+
+
+def _one_line_slips(c):
+    """The signs c with one line of the rotation written wrong (a term dropped or its sign flipped, or
+    both terms changed), the other line right: 7 for each line."""
+    return [c[:line] + (p, q) + c[line + 2:] for line in (0, 2) for p in (-1, 0, 1) for q in (-1, 0, 1)
+            if (p, q) != (0, 0) and c[:line] + (p, q) + c[line + 2:] != c]
+
+
+def _rope_term(inp):
+    cos, sin = _rope_tables(inp)
+    return [{"out": _rope_with(inp, cos, sin, forward=c)["out"]} for c in _one_line_slips(_FORWARD)]
+
+
+def _rope_backward_term(inp):
+    cos, sin = _rope_tables(inp)
+    return [{"dx": _rope_with(inp, cos, sin, backward=c)["dx"]} for c in _one_line_slips(_BACKWARD)]
+
+
+def _rope_cos_sin_swapped(inp):
+    cos, sin = _rope_tables(inp)
+    return [_rope_with(inp, sin, cos),                                       # the tables swapped
+            {"dx": _rope_with(inp, cos, sin, backward_tables=(sin, cos))["dx"]}]  # the backward reads them swapped
+
+
+def _rope_theta(inp):
+    """θ_j's exponent slipped: base^(-j/D), base^(-2j/(D/2)), base^(-2j), base^(-(2j+1)/D), θ_j = 1."""
+    slips = (lambda j, D, b: b ** (-j / D), lambda j, D, b: b ** (-4 * j / D), lambda j, D, b: b ** (-2 * j),
+             lambda j, D, b: b ** (-(2 * j + 1) / D), lambda j, D, b: np.ones_like(j))
+    return [_rope_with(inp, *_rope_tables(inp, theta=th)) for th in slips]
+
+
+def _rope_frequency_inverted(inp):
+    return _rope_with(inp, *_rope_tables(inp, theta=lambda j, D, b: b ** (2 * j / D)))
+
+
+def _rope_scale_multiplied(inp):
+    if _rope_args(inp)["scale"] == 1.0:
+        return {}
+    return _rope_with(inp, *_rope_tables(inp, positions=lambda t, offset, scale: (offset + t) * scale))
 
 
 ROPE = (
@@ -673,9 +897,31 @@ ROPE = (
     Mistake("rope", "rope", "rope-offset-ignored", ("out", "dx"),
             "`offset` is ignored: x[:, :, t] sits at position offset + t",
             lambda inp: _rope_pair(inp, offset=0) if _rope_args(inp)["offset"] else {}),
-    Mistake("rope", "rope", "rope-theta-exponent", ("out",),
-            "the frequencies are base^(-j/D); RoFormer's are θ_j = base^(-2j/D), j = 0 .. D/2 - 1",
+    Mistake("rope", "rope", "rope-theta-exponent", ("out", "dx"),
+            "the frequencies' exponent is wrong (base^(-j/D), base^(-2j/(D/2)), base^(-2j), base^(-(2j+1)/D) "
+            "or θ_j = 1): "
+            "RoFormer's are θ_j = base^(-2j/D), j = 0 .. D/2 - 1, from 1 down to about 1/base",
             _rope_theta),
+    Mistake("rope", "rope", "rope-frequency-inverted", ("out", "dx"),
+            "the frequencies are base^(+2j/D): θ_j = base^(-2j/D), falling with j from 1 to about 1/base "
+            "(the last pairs turn slowest)",
+            _rope_frequency_inverted),
+    Mistake("rope", "rope", "rope-scale-multiplied", ("out", "dx"),
+            "the positions are multiplied by `scale`: position interpolation DIVIDES them, m = (offset + t) / scale "
+            "(a longer context squeezed into the trained range of angles)",
+            _rope_scale_multiplied),
+    Mistake("rope", "rope", "rope-cos-sin-swapped", ("out", "dx"),
+            "cos and sin are swapped (in the tables, or where the backward reads them from the cache): "
+            "y_a = x_a cos(mθ) - x_b sin(mθ), y_b = x_a sin(mθ) + x_b cos(mθ)",
+            _rope_cos_sin_swapped),
+    Mistake("rope", "rope", "rope-rotation-term", ("out",),
+            "one line of the rotation has a term dropped or a sign wrong: y_a = x_a cos(mθ) - x_b sin(mθ), "
+            "y_b = x_a sin(mθ) + x_b cos(mθ), every pair (a, b) of the layout",
+            _rope_term),
+    Mistake("rope", "rope", "rope-backward-rotation-term", ("dx",),
+            "one line of the backward's rotation has a term dropped or a sign wrong: "
+            "dx_a = dy_a cos(mθ) + dy_b sin(mθ), dx_b = -dy_a sin(mθ) + dy_b cos(mθ) (Rᵀ, the rotation by -mθ)",
+            _rope_backward_term),
 )
 
 
