@@ -962,3 +962,16 @@ def test_a_factor_per_feature_is_named_and_a_single_scalar_is_not_a_pattern():
     r = np.random.default_rng(0).standard_normal((3, 4, 5))
     assert scale_pattern(r * np.arange(1.0, 6.0), r).startswith("off by a factor per feature")
     assert scale_pattern(r * 3.0, r) == "" and scale_pattern(r + 1.0, r) == ""
+
+
+def test_a_family_stored_in_a_students_copy_is_recognised(tmp_path):
+    from minitransformer.homework import expected
+    (tmp_path / "homework").mkdir()
+    expected.write(tmp_path, ["rope"])
+    stored = expected.Stored(tmp_path / "homework")
+    assert any("#" in k for k in stored.arrays.files)           # the candidates after the first, keyed dx#k
+    i, graded = next((i, g) for i, g in enumerate(CASES["rope"]) if g.name == "rope: half-split layout")
+    case, ref, g, _ = stored.case(graded, i, 0, expected.PUBLIC_SEED)
+    student, _ = run_pair(case, *student_rope_line("backward", 1, 0, 0), g=g)
+    messages = stored.diagnose(graded, i, 0, case, g, student, ref)
+    assert messages == {"dx": _message("rope-backward-rotation-term")}
