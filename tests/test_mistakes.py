@@ -123,6 +123,8 @@ def gelu_exact(kind):
             phi = np.exp(x ** 2 / 2) / np.sqrt(2 * np.pi)
         if kind == "no-x":
             return dy * (Phi + phi)
+        if kind == "minus":                                       # Φ - x φ
+            return dy * (Phi - x * phi)
         return dy * (x * phi if kind == "x-phi-only" else Phi + x * phi)
     return forward, backward
 
@@ -274,6 +276,8 @@ def layernorm_bwd(kind):
             dx = dx - dxhat.mean(-1, keepdims=True)
         if kind not in ("no-means", "no-xhat-mean"):
             dx = dx - xhat * (dxhat * xhat).mean(-1, keepdims=True)
+        if kind == "plus-mean":                                   # "- mean(dxhat)" written with a +
+            dx = dx + 2 * dxhat.mean(-1, keepdims=True)
         dx = dx * rstd
         rows = dy.reshape(-1, dy.shape[-1])
         dgamma = (rows * xhat.reshape(rows.shape)).sum(0)
@@ -318,7 +322,8 @@ def rmsnorm_bwd(kind):
     def backward(dy, cache):
         xhat, rstd, gamma = cache
         dxhat = dy if kind == "no-gamma" else dy * gamma
-        dx = dxhat * rstd if kind == "const" else rstd * (dxhat - xhat * (dxhat * xhat).mean(-1, keepdims=True))
+        sign = 1 if kind == "plus" else -1                        # the σ term written with a +
+        dx = dxhat * rstd if kind == "const" else rstd * (dxhat + sign * xhat * (dxhat * xhat).mean(-1, keepdims=True))
         rows = dy.reshape(-1, dy.shape[-1])
         x = xhat / rstd
         used = x if kind == "dgamma-x" else xhat
@@ -635,6 +640,7 @@ PLANTED = {
     "gelu-phi-only": ("gelu: exact (erf)", "dx", gelu_keep_x, gelu_backward_phi_only),
     "gelu-no-upstream": ("gelu: tanh approximation", "dx", None, gelu_no_upstream),
     "gelu-x-phi-only": ("gelu: exact (erf)", "dx", *gelu_exact("x-phi-only")),
+    "gelu-product-rule-minus": ("gelu: exact (erf)", "dx", *gelu_exact("minus")),
     "gelu-pdf-unnormalised": ("gelu: exact (erf)", "dx", *gelu_exact("pdf-unnormalised")),
     "gelu-pdf-exponent": ("gelu: exact (erf)", "dx", *gelu_exact("pdf-exponent")),
     "gelu-erf-no-sqrt2": ("gelu: exact (erf)", "out", *gelu_exact("erf-no-sqrt2")),
@@ -684,6 +690,7 @@ PLANTED = {
     "layernorm-no-mean-terms": ("layernorm: x (B, T, C)", "dx", None, layernorm_bwd("no-means")),
     "layernorm-no-mean-dxhat": ("layernorm: x (B, T, C)", "dx", None, layernorm_bwd("no-mean")),
     "layernorm-no-xhat-mean": ("layernorm: x (B, T, C)", "dx", None, layernorm_bwd("no-xhat-mean")),
+    "layernorm-mean-term-sign": ("layernorm: x (B, T, C)", "dx", None, layernorm_bwd("plus-mean")),
     "layernorm-dx-no-gamma": ("layernorm: x (B, T, C)", "dx", None, layernorm_bwd("no-gamma")),
     "layernorm-dgamma-no-xhat": ("layernorm: x (B, T, C)", "dgamma", None, layernorm_bwd("dgamma-no-xhat")),
     "layernorm-dgamma-x": ("layernorm: x (B, T, C)", "dgamma", layernorm_keep_x, layernorm_dgamma_x),
@@ -694,6 +701,7 @@ PLANTED = {
     "rmsnorm-no-sqrt": ("rmsnorm: x (B, T, C)", "out", rmsnorm_fwd("no-sqrt"), None),
     "rmsnorm-dgamma-no-xhat": ("rmsnorm: x (B, T, C)", "dgamma", None, rmsnorm_bwd("dgamma-no-xhat")),
     "rmsnorm-rms-constant": ("rmsnorm: x (B, T, C)", "dx", None, rmsnorm_bwd("const")),
+    "rmsnorm-mean-term-sign": ("rmsnorm: x (B, T, C)", "dx", None, rmsnorm_bwd("plus")),
     "rmsnorm-dx-no-gamma": ("rmsnorm: x (B, T, C)", "dx", None, rmsnorm_bwd("no-gamma")),
     "rmsnorm-dgamma-x": ("rmsnorm: x (B, T, C)", "dgamma", None, rmsnorm_bwd("dgamma-x")),
     "embedding-fancy-index-add": ("embedding: repeated ids (their gradients add up)", "dW", None, embedding_fancy),
@@ -975,3 +983,11 @@ def test_a_family_stored_in_a_students_copy_is_recognised(tmp_path):
     student, _ = run_pair(case, *student_rope_line("backward", 1, 0, 0), g=g)
     messages = stored.diagnose(graded, i, 0, case, g, student, ref)
     assert messages == {"dx": _message("rope-backward-rotation-term")}
+
+
+def test_docs_grading_lists_every_catalogue_entry_once():
+    import re
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[1] / "docs" / "grading.md").read_text(encoding="utf-8")
+    listed = re.findall(r"^\| \w+ \| `([\w-]+)` \|", text, re.M)
+    assert sorted(listed) == sorted(m.name for m in catalogue())

@@ -103,6 +103,11 @@ def _gelu_second_term_only(inp):
     return {"dx": _g(inp) * (dydx - s)}
 
 
+def _gelu_product_rule_minus(inp):
+    _, dydx, s = _gelu_parts(_x(inp), inp.get("approximate", "none"))
+    return {"dx": _g(inp) * (2 * s - dydx)}                   # Φ - x φ: the second term subtracted
+
+
 def _gelu_exact_pdf(inp, *, normalised=True, half=0.5):
     """The exact form's dx with φ(x) = exp(-x²/2)/√(2π) written wrong, exp(-half·x²) (the forward is right)."""
     if inp.get("approximate", "none") != "none":
@@ -266,6 +271,10 @@ ELEMENTWISE = (
             "dx = dy ⊙ x φ(x) misses the first term of the product rule: gelu'(x) = Φ(x) + x φ(x) "
             "(tanh form: σ(2u) + x σ(2u)(1 - σ(2u)) 2u')",
             _gelu_second_term_only),
+    Mistake("gelu", "gelu", "gelu-product-rule-minus", ("dx",),
+            "the product rule's second term is subtracted: gelu'(x) = Φ(x) + x φ(x) "
+            "(tanh form: σ(2u) + x σ(2u)(1 - σ(2u)) 2u'), a plus",
+            _gelu_product_rule_minus),
     Mistake("gelu", "gelu", "gelu-pdf-unnormalised", ("dx",),
             "φ(x) lacks its normalisation: the standard normal density is φ(x) = exp(-x²/2) / √(2π)",
             lambda inp: _gelu_exact_pdf(inp, normalised=False)),
@@ -501,7 +510,9 @@ def _layernorm_backwards(inp):
             "no-gamma": {"dx": rstd * (dy - dy.mean(-1, keepdims=True) - xhat * (dy * xhat).mean(-1, keepdims=True))},
             "dgamma-no-xhat": {"dgamma": _rows(dy).sum(0)},
             "dgamma-x": {"dgamma": _rows(dy * x).sum(0)},
-            "mean-params": {"dgamma": _rows(dy * xhat).mean(0), "dbeta": _rows(dy).mean(0)}}
+            "mean-params": {"dgamma": _rows(dy * xhat).mean(0), "dbeta": _rows(dy).mean(0)},
+            "signs": [{"dx": rstd * (dxhat + a * m1 + b * xhat * m2)}          # a family: either sign,
+                      for a, b in ((1, -1), (-1, 1), (1, 1))]}                 # or both, flipped
 
 
 def _rmsnorm(inp, *, eps_outside=False, sum_squares=False, root=np.sqrt):
@@ -519,6 +530,7 @@ def _rmsnorm_backwards(inp):
     xhat = x * rstd
     dxhat = dy * gamma
     return {"const": {"dx": dxhat * rstd},
+            "sign": {"dx": rstd * (dxhat + xhat * (dxhat * xhat).mean(-1, keepdims=True))},
             "no-gamma": {"dx": rstd * (dy - xhat * (dy * xhat).mean(-1, keepdims=True))},
             "dgamma-x": {"dgamma": _rows(dy * x).sum(0)},
             "dgamma-no-xhat": {"dgamma": _rows(dy).sum(0)},
@@ -556,6 +568,10 @@ NORMS = (
             "dx misses the term - xhat ⊙ mean(dxhat ⊙ xhat) (the gradient through σ²): "
             "dx = rstd · (dxhat - mean(dxhat) - xhat ⊙ mean(dxhat ⊙ xhat))",
             _sub(_layernorm_backwards, "no-xhat-mean")),
+    Mistake("layernorm", "layernorm", "layernorm-mean-term-sign", ("dx",),
+            "a mean term of dx has the wrong sign: both are subtracted, "
+            "dx = rstd · (dxhat - mean(dxhat) - xhat ⊙ mean(dxhat ⊙ xhat))",
+            _sub(_layernorm_backwards, "signs")),
     Mistake("layernorm", "layernorm", "layernorm-dx-no-gamma", ("dx",),
             "dx forgets gamma: the gradient reaching xhat is dxhat = dy ⊙ gamma",
             _sub(_layernorm_backwards, "no-gamma")),
@@ -585,6 +601,10 @@ NORMS = (
             "dx = dy ⊙ gamma · rstd treats the rms as a constant: it depends on x too, "
             "dx = rstd · (dxhat - xhat ⊙ mean(dxhat ⊙ xhat))",
             _sub(_rmsnorm_backwards, "const")),
+    Mistake("rmsnorm", "rmsnorm", "rmsnorm-mean-term-sign", ("dx",),
+            "the term xhat ⊙ mean(dxhat ⊙ xhat) is added: it is subtracted, "
+            "dx = rstd · (dxhat - xhat ⊙ mean(dxhat ⊙ xhat))",
+            _sub(_rmsnorm_backwards, "sign")),
     Mistake("rmsnorm", "rmsnorm", "rmsnorm-dx-no-gamma", ("dx",),
             "dx forgets gamma: the gradient reaching xhat is dxhat = dy ⊙ gamma",
             _sub(_rmsnorm_backwards, "no-gamma")),
