@@ -532,7 +532,8 @@ def mha_backward(kind):
             dx, dW_q, db_q = linear_backward(merge_heads(dq), proj)
             self.grads["W_q"] += dW_q
             self.grads["b_q"] += db_q
-            dmem, dW_kv, db_kv = linear_backward(merge_heads(dk, dv), proj_kv)
+            dmem, dW_kv, db_kv = linear_backward(merge_heads(dv, dk) if kind == "v-k" else merge_heads(dk, dv),
+                                                 proj_kv)
             if kind != "no-kv":
                 self.grads["W_kv"] += dW_kv
                 self.grads["b_kv"] += db_kv
@@ -544,7 +545,8 @@ def mha_backward(kind):
             dq, dk = RO.rope_backward(dq, rope), RO.rope_backward(dk, rope)
         if kind == "q-only":
             dk, dv = 0 * dk, 0 * dv
-        dx, dW, db = linear_backward(merge_heads(dq, dk, dv), proj)
+        merged = merge_heads(dk, dq, dv) if kind == "k-q-v" else merge_heads(dq, dk, dv)
+        dx, dW, db = linear_backward(merged, proj)
         self.grads["W_qkv"] += dW
         self.grads["b_qkv"] += db
         return dx
@@ -759,6 +761,7 @@ MODULE_PLANTED = {
     "mha-rope-wrong-way": ("mha: RoPE, half-split layout, scale 2", "dx", mha_backward("rope-forward")),
     "mha-query-path-only": ("mha: causal self-attention", "dx", mha_backward("q-only")),
     "mha-kv-gradient-missing": ("mha: cross-attention (dmemory, W_kv)", "dW_kv", mha_backward("no-kv")),
+    "mha-merge-order": ("mha: causal self-attention", "dx", mha_backward("k-q-v")),
     "mha-gradient-never-accumulated": ("mha: causal self-attention", "dW_o", mha_backward("no-W_o")),
     "mha-gradient-doubled": ("mha: grouped heads (n_kv_head=2 < n_head=4)", "dW_o", mha_backward("doubled")),
     "block-dmemory-missing": ("block: cross-attention (dmemory)", "dmemory", block_backward("no-dmemory")),
@@ -797,6 +800,11 @@ def test_a_planted_bug_in_a_function_is_named(name):
 def test_a_planted_bug_in_a_module_backward_is_named(name):
     case, tensor, patch = MODULE_PLANTED[name]
     _assert_named(_diagnoses(case, module_patch=patch), tensor, name)
+
+
+def test_key_and_value_merged_the_wrong_way_round_in_cross_attention_is_named():
+    _assert_named(_diagnoses("mha: cross-attention (dmemory, W_kv)", module_patch=mha_backward("v-k")),
+                  "dmemory", "mha-merge-order")
 
 
 # ------------------------------------------------------------------ families: each way of writing the mistake

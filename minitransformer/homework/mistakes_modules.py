@@ -8,6 +8,7 @@ and backward on the case's inputs, and returns every tensor: dx, dmemory, d<para
 from __future__ import annotations
 
 import types
+from itertools import permutations
 
 import numpy as np
 
@@ -32,8 +33,9 @@ def _on(instance, method, **options):
 
 
 # ------------------------------------------------------------------ MultiHeadAttention
-def _mha_backward(self, dy, *, rope="inverse", kv_paths=True, accumulate_kv=True):
-    """MultiHeadAttention.backward with one thing changed."""
+def _mha_backward(self, dy, *, rope="inverse", kv_paths=True, accumulate_kv=True, order=(0, 1, 2)):
+    """MultiHeadAttention.backward with one thing changed (``order``: the blocks (dq, dk, dv), or
+    (dk, dv) with cross-attention, merged in this order)."""
     proj, proj_kv, rope_cache, attn, out, positions = self._pop_cache()
     do, dW_o, db_o = linear_backward(dy, out)                               # (B, T, H·D)
     self._accumulate_pair("W_o", dW_o, "b_o", db_o)
@@ -44,7 +46,7 @@ def _mha_backward(self, dy, *, rope="inverse", kv_paths=True, accumulate_kv=True
     if self.cross:
         dx, dW_q, db_q = linear_backward(merge_heads(dq), proj)
         self._accumulate_pair("W_q", dW_q, "b_q", db_q)
-        dmemory, dW_kv, db_kv = linear_backward(merge_heads(dk, dv), proj_kv)
+        dmemory, dW_kv, db_kv = linear_backward(merge_heads(*((dk, dv)[i] for i in order[:2])), proj_kv)
         if accumulate_kv:
             self._accumulate_pair("W_kv", dW_kv, "b_kv", db_kv)
         return dx, dmemory
@@ -55,9 +57,15 @@ def _mha_backward(self, dy, *, rope="inverse", kv_paths=True, accumulate_kv=True
         dq, dk = rotate(dq), rotate(dk)
     if not kv_paths:
         dk, dv = np.zeros_like(dk), np.zeros_like(dv)
-    dx, dW_qkv, db_qkv = linear_backward(merge_heads(dq, dk, dv), proj)
+    dx, dW_qkv, db_qkv = linear_backward(merge_heads(*((dq, dk, dv)[i] for i in order)), proj)
     self._accumulate_pair("W_qkv", dW_qkv, "b_qkv", db_qkv)
     return dx
+
+
+def _mha_merge_orders(inp):
+    """A family: the blocks merged in any wrong order ([dq | dk | dv] for W_qkv, [dk | dv] for W_kv)."""
+    orders = [(1, 0, 2)] if inp["build"]().cross else [o for o in permutations(range(3)) if o != (0, 1, 2)]
+    return [_run(inp, lambda m, o=o: _on(m, _mha_backward, order=o)) for o in orders]
 
 
 def _mha(**options):
@@ -168,6 +176,10 @@ MODULES = (
             "only the queries' gradient reaches x: the keys and values are projections of x too; merge "
             "dq, dk, dv side by side and send them back through W_qkv",
             _mha(kv_paths=False)),
+    Mistake("mha", "MultiHeadAttention", "mha-merge-order", ("dx", "dmemory", "d*"),
+            "dq, dk, dv are merged in the wrong order: W_qkv's columns are [Q | K | V], so the gradient "
+            "sent back is merge_heads(dq, dk, dv) (cross-attention: W_kv is [K | V], merge_heads(dk, dv))",
+            _mha_merge_orders),
     Mistake("mha", "MultiHeadAttention", "mha-kv-gradient-missing", ("dW_kv", "db_kv"),
             "the key/value projection's gradient (W_kv, b_kv) is not accumulated: it comes with dmemory "
             "from linear_backward(merge_heads(dk, dv), the W_kv cache)",
