@@ -51,3 +51,9 @@ ENTRANCES = {
 @given(data=st.data())
 def test_survey_entrance_refuses_junk_with_a_named_error(name, data):
     run_in_scratch_dir(ENTRANCES[name], data)
+
+
+def test_no_survey_entrance_is_fuzzed_twice():
+    from test_entrances_models_and_files import ENTRANCES as MODELS
+    from test_entrances_pairs_modules_cli import ENTRANCES as PAIRS
+    assert len(ENTRANCES) == 10 and not set(ENTRANCES) & (set(MODELS) | set(PAIRS))

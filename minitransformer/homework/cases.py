@@ -377,18 +377,22 @@ def build_module(cls, case: Case, spec_cls=None):
     return cls(*args, **kwargs)
 
 
+def input_gradients(grads, cross: bool) -> dict:
+    """{"dx"} of a Module backward's result, or {"dx", "dmemory"} with cross-attention (which
+    returns the pair; a missing dmemory is None)."""
+    if not cross:
+        return {"dx": grads[0] if isinstance(grads, tuple) else grads}
+    grads = grads if isinstance(grads, tuple) else (grads, None)
+    return {"dx": grads[0], "dmemory": grads[1] if len(grads) > 1 else None}
+
+
 def run_module(module, case: Case, g=None, seed: int = 0) -> tuple[dict, object]:
     """{"out", "dx", "dmemory" (cross), "d<param>"...} of a Module on copies of the case's inputs."""
     module.zero_grad()
     out = module.forward(**_copies(case.inputs))
     g = upstream_for(out, seed) if g is None else g
     grads = module.backward(np.array(g, copy=True))
-    result = {"out": out}
-    if "memory" in case.inputs:
-        grads = grads if isinstance(grads, tuple) else (grads, None)
-        result["dx"], result["dmemory"] = grads[0], grads[1] if len(grads) > 1 else None
-    else:
-        result["dx"] = grads[0] if isinstance(grads, tuple) else grads
+    result = {"out": out, **input_gradients(grads, "memory" in case.inputs)}
     for name, _, grad in module.parameters():
         result[f"d{name}"] = np.array(grad, copy=True)
     return result, g

@@ -159,15 +159,15 @@ class Local:
     same interface as the Sandbox: ``call`` answers the value and the arguments after the call,
     an exception of the student's code comes back as sandbox.StudentError."""
 
+    def __init__(self):
+        self.echoed = []                 # the arguments of the last two calls (live: as they are now)
+
     def function(self, spec):
         fn = resolve(STUDENT, spec)
 
         def local(*args, **kwargs):
             return _student(fn, args, kwargs)
         return local
-
-    def __init__(self):
-        self.echoed = []                 # the arguments of the last two calls (live: as they are now)
 
     def call(self, spec, args=(), kwargs=None) -> tuple:
         return self.echo(resolve(STUDENT, spec), args, kwargs)

@@ -7,9 +7,10 @@ needs only the standard library and NumPy and never imports the reference. In or
     2. import NumPy and the standard library the copy needs, while they are readable
     3. set the limits (address space, CPU time, file size, no core)
     4. on Linux, Landlock: the kernel lets this process read only the student's copy,
-       NumPy and the standard library (not site-packages inside it), and create, write, remove, connect, signal and
-       trace nothing outside itself, irrevocably (the wall); then drop to the
-       unprivileged user when started as root, forbid new processes and threads
+       NumPy and the standard library (not site-packages inside it), and create, write,
+       remove, connect, signal and trace nothing outside itself, irrevocably (the wall);
+       then drop to the unprivileged user when started as root, forbid new processes
+       and threads
     5. install the audit hook (PEP 578), the same rules checked in Python, with a
        message that names them (a tripwire: code in the process can reach past it,
        through NumPy's raw memory access if nothing else, never past the kernel)
@@ -332,6 +333,9 @@ def install_hook(roots, search=(), refused=REFUSED + ("gc.get_",), write_flags=W
         full = os.path.join(os.path.realpath(os.fsdecode(path)), "")
         return full.startswith(roots)
 
+    def searchable(path: str) -> bool:
+        return readable(path or ".") or os.path.realpath(path) in search
+
     def named(path) -> str:
         return repr(path) if type(path) in (str, bytes, int) else f"a {type(path).__name__} path"
 
@@ -353,8 +357,7 @@ def install_hook(roots, search=(), refused=REFUSED + ("gc.get_",), write_flags=W
             paths = args[2] if len(args) > 2 else None
             if paths is None:
                 return
-            bad = [p for p in paths if type(p) is not str or not (readable(p or ".") or os.path.realpath(p) in search)] \
-                if type(paths) is list else [paths]
+            bad = [p for p in paths if type(p) is not str or not searchable(p)] if type(paths) is list else [paths]
             if bad:
                 raise ImportError(f"the grader does not allow imports from {named(bad[0])} in graded code")
     sys.addaudithook(hook)
@@ -484,10 +487,10 @@ def main(config: dict) -> None:
     sys.path = [config["student"]] + [p for p in sys.path if p and p != config["numpy_site"]]
     _limits(config)
     roots = read_roots(config["student"], os.path.dirname(numpy.__file__), sys.path[1:])
-    abi = landlock(roots)                               # before the drop: root can still open every root
+    landlock(roots)                                     # before the drop: root can still open every root
     _drop(config)
     install_hook(roots, search=sys.path[1:])
-    write_frame(wfd, {"id": "ready", "value": os.getpid(), "landlock": abi}, [])
+    write_frame(wfd, {"id": "ready", "value": os.getpid()}, [])
     Server(config["package"]).serve(rfd, wfd)
 
 

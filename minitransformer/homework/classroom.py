@@ -63,7 +63,8 @@ def grade_class(folder, ids=(), out="gradebook", *, jobs: int = 1, limits: Limit
 
     for task in _in_pool(tasks, jobs, record):      # their worker died: again, each alone
         if _in_pool([task], 1, record):
-            record(task[0].name, [], ["could not grade: the grading process died twice (killed, or out of memory)"])
+            record(task[0].name, [], ["could not grade: the grading process died twice "
+                                      "(killed, or out of memory)"])
     with open(out / "gradebook.csv", "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(["student"] + [a.id for a in assignments] + ["total", "notes"])

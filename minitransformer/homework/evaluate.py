@@ -32,7 +32,7 @@ import numpy as np
 
 from ..gradcheck import check_module, check_pair
 from .assignments import BY_ID
-from .cases import CASES, build_module, reference_results, run_module, tolerance, trial_inputs
+from .cases import CASES, build_module, input_gradients, reference_results, run_module, tolerance, trial_inputs
 from .checks import REFERENCE, resolve
 from .diagnose import Row, compare
 from .mistakes import diagnose_all, dtype_message, mutation_message
@@ -110,12 +110,7 @@ def _student_module(student, graded, case, g, state):
         grads, args_after, _ = module.call("backward", (g,))
     except StudentError as e:
         return {"out": out}, (after, None), None, e, module
-    results = {"out": out}
-    if "memory" in case.inputs:
-        grads = grads if isinstance(grads, tuple) else (grads, None)
-        results["dx"], results["dmemory"] = grads[0], grads[1] if len(grads) > 1 else None
-    else:
-        results["dx"] = grads[0] if isinstance(grads, tuple) else grads
+    results = {"out": out, **input_gradients(grads, "memory" in case.inputs)}
     for name, _, grad in module.parameters():
         results[f"d{name}"] = grad
     return results, (after, student.again()[1]), args_after[0], None, module
@@ -179,11 +174,9 @@ def _unchanged(tally, graded, case, afters, g, g_after) -> None:
     sent; ``afters``: the forward's arguments after it and after the backward (or None)."""
     after, later = afters
     sent = {**case.inputs, **{k: v for k, v in case.kwargs.items() if isinstance(v, np.ndarray)}}
-    found = [mutation_message(k, before, after.get(k)) if isinstance(after.get(k), np.ndarray)
-             else _not_echoed(k) for k, before in sent.items()]
+    found = _mutations(sent, after)
     if later is not None and not any(found):
-        found = [mutation_message(k, before, later.get(k), by_backward=True)
-                 if isinstance(later.get(k), np.ndarray) else _not_echoed(k) for k, before in sent.items()]
+        found = _mutations(sent, later, by_backward=True)
     if g is not None:
         name = _upstream_name(graded)
         found.append(mutation_message(name, g, g_after, upstream=True) if isinstance(g_after, np.ndarray)
@@ -191,6 +184,12 @@ def _unchanged(tally, graded, case, afters, g, g_after) -> None:
     found = [m for m in found if m]
     tally.add(graded.name, UNCHANGED, Row(f"{graded.name} · inputs unchanged", "-", NAN, NAN, not found,
                                           found[0] if found else ""))
+
+
+def _mutations(sent: dict, seen: dict, **how) -> list:
+    """A message (or None) per sent argument: changed in place, or not echoed back at all."""
+    return [mutation_message(k, before, seen[k], **how) if isinstance(seen.get(k), np.ndarray)
+            else _not_echoed(k) for k, before in sent.items()]
 
 
 def _not_echoed(argument) -> str:

@@ -143,7 +143,6 @@ class Sandbox:
         self._call_id = 0
         header, _ = self._receive("ready")
         self.pid = self.proc.pid
-        self.landlock = header.get("landlock") if type(header.get("landlock")) is int else 0   # as the child says
 
     # ------------------------------------------------------------- the channel
     def _wait_readable(self) -> None:
