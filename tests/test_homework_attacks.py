@@ -465,7 +465,7 @@ def test_check_class_writes_a_gradebook_and_a_hang_costs_its_budget_once(tmp_pat
     correct = CORRECT
     submission(subs / "alice", correct, backward_body=CORRECT_BACKWARD)
     submission(subs / "bob", "while True:\n    pass", backward_body="while True:\n    pass",
-               extra={"relu.py": "def relu_forward(x):\n    while True:\n        pass\n"})
+               extra={"activations.py": "def relu_forward(x):\n    while True:\n        pass\n"})
     start = time.monotonic()
     assert main(["homework", "check-class", str(subs), "softmax", "relu", "--out", str(tmp_path / "grades"),
                  "--jobs", "2", "--timeout", "2", "--budget", "3", "--seed", "8613"]) == 0

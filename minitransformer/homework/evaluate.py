@@ -6,8 +6,9 @@ For every graded case of the assignment and every drawn example:
     student     the student's functions run on them (in the confined child, or in-process in
                 a student's own copy) and send back their results and their arguments as they
                 are after the call
-    reference   the reference's results on the same inputs (this installation's, or, in a
-                student's copy, the public seed's stored ones: homework/expected.py)
+    reference   the reference's results on the same inputs (this installation's:
+                homework/reference.py, trusted side; or, in a student's copy, the public
+                seed's stored ones: homework/expected.py)
     compare     each tensor within the case's tolerance (diagnose.compare)
     diagnose    each wrong tensor with the catalogue (mistakes.diagnose_all), its variants
                 computed here from the same inputs
@@ -21,7 +22,7 @@ example of each pair's (or Module's) main case and is shown, not scored.
 A ``student`` offers ``call(spec, args, kwargs)`` -> (value, args after, kwargs after),
 ``again()`` -> (args, kwargs) of the call before the last as they are now,
 ``function(spec)`` and ``module(spec, *args, **kwargs)`` (its ``call(method, args,
-kwargs)`` the same echo): the Sandbox, or checks.Local.
+kwargs)`` the same echo): the Sandbox, or graded.Local.
 """
 from __future__ import annotations
 
@@ -32,39 +33,15 @@ import numpy as np
 
 from ..gradcheck import check_module, check_pair
 from .assignments import BY_ID
-from .cases import CASES, build_module, input_gradients, reference_results, run_module, tolerance, trial_inputs
-from .checks import REFERENCE, resolve
 from .diagnose import Row, compare
-from .mistakes import diagnose_all, dtype_message, mutation_message
+from .graded import REFERENCE, case_table, input_gradients, resolve, tolerance
+from .mistakes import dtype_message, mutation_message
 from .rubric import UNCHANGED, score
 from .sandbox import ChildGone, StudentError
 
 RAISED, DTYPE, PARAMS = "raised", "dtype", "d(parameters)"
 NOT_PARAMETERS = ("out", "dx", "dmemory", RAISED, DTYPE, UNCHANGED)
 NAN = float("nan")
-
-
-class Computed:
-    """The reference of this installation: inputs drawn from the seed, results computed here."""
-
-    examples = None                   # as many as asked
-
-    def case(self, graded, index: int, example: int, seed: int):
-        """(case, reference results, upstream gradient, a Module's initial parameters or None)."""
-        case = graded.draw(np.random.default_rng([seed, index, example]))
-        if graded.check.checker != "module":
-            ref, g = reference_results(graded, case, seed=seed + example)
-            return case, ref, g, None
-        module = build_module(resolve(REFERENCE, graded.check.forward), case,
-                              resolve(REFERENCE, "layers.blocks:BlockSpec"))
-        state = {name: np.array(p, copy=True) for name, p, _ in module.parameters()}
-        ref, g = run_module(module, case, seed=seed + example)
-        return case, ref, g, state
-
-    def diagnose(self, graded, index, example, case, g, student, ref) -> dict:
-        return diagnose_all(graded.assignment, trial_inputs(graded, case, g), student, ref,
-                            function=stem(graded), tol=tolerance(graded), factors=case.factors,
-                            masked=case.masked)
 
 
 def stem(graded) -> str:
@@ -240,7 +217,7 @@ def _runs_numerical(graded) -> bool:
     """On the first float64 case of each pair or Module (the check is shown, not scored)."""
     if graded.dtype != "float64" or not graded.numerical or graded.check.checker == "function":
         return False
-    return next(g for g in CASES[graded.assignment] if g.check == graded.check) is graded
+    return next(g for g in case_table()[graded.assignment] if g.check == graded.check) is graded
 
 
 # ------------------------------------------------------------------ one case, one assignment
@@ -282,9 +259,11 @@ def run(assignment_id: str, student, *, seed: int = 0, examples: int = 3, refere
     the grader; an exception of the student's code costs the case it happened in.
     """
     assignment = BY_ID[assignment_id]
-    reference = reference or Computed()
+    if reference is None:
+        from .reference import Computed          # the trusted side: never in a student's copy
+        reference = Computed()
     tally = Tally()
-    for index, graded in enumerate(CASES[assignment_id]):
+    for index, graded in enumerate(case_table()[assignment_id]):
         try:
             grade_case(tally, graded, index, student, reference, seed, examples)
         except ChildGone:
@@ -300,7 +279,7 @@ def _record(assignment, tally, earned, rubric) -> dict:
     result = {"id": assignment.id, "max_score": assignment.points, "score": earned, "status": "ok",
               "message": "", "rows": [], "rubric": rubric}
     errors = [e for _, e in tally.errors]
-    n_cases = len(CASES[assignment.id])
+    n_cases = len(case_table()[assignment.id])
     if len(errors) == n_cases and all(e.type == "NotImplementedError" for e in errors):
         result.update(status="not implemented", message=error_text(errors[0]), score=0.0)
         return result
@@ -310,7 +289,7 @@ def _record(assignment, tally, earned, rubric) -> dict:
     if errors:
         result["message"] = error_text(errors[0]) + (f" (and {len(errors) - 1} more case(s) raised)"
                                                      if len(errors) > 1 else "")
-    modules = {g.name for g in CASES[assignment.id] if g.check.checker == "module"}
+    modules = {g.name for g in case_table()[assignment.id] if g.check.checker == "module"}
     rows = _collapse_parameters(tally.rows, modules) + list(tally.numerical.values())
     result["rows"] = [r.to_dict() for r in rows]
     return result

@@ -15,7 +15,7 @@ import inspect
 import re
 
 from .assignments import BY_ID
-from .cases import CASES, FLOAT32_TOL, FLOAT64_TOL
+from .graded import FLOAT32_TOL, FLOAT64_TOL, case_table
 from .rubric import render
 
 # the other assignments whose functions an assignment's code calls (the grader swaps in the
@@ -73,7 +73,7 @@ def _files(assignment_id: str) -> list:
 
 def page(assignment_id: str) -> str:
     a = BY_ID[assignment_id]
-    cases = CASES[assignment_id]
+    cases = case_table()[assignment_id]
     lines = [f"## `{a.id}`: {a.title} ({a.points} points)", "",
              f"Lecture: `{a.lecture}`.", "", "### What to implement", ""]
     lines += [f"- `{t.module}.{t.qualname}` in `minitransformer/{t.module.replace('.', '/')}.py`: its docstring "
