@@ -37,8 +37,7 @@ from ..functional.embedding import ONE_HOT_MAX_V
 from .assignments import BY_ID
 from .checks import (draw_bct, draw_bhtd, draw_cross_entropy, draw_dropout, draw_embedding, draw_layernorm,
                      draw_linear, draw_rmsnorm, draw_sinusoidal, draw_softmax)
-from .graded import (FLOAT32_TOL, FLOAT64_TOL, Case, GradedCase, build_module, input_gradients,  # noqa: F401
-                     resolve, run_module, run_pair, tolerance)
+from .graded import Case, GradedCase, build_module, resolve, run_module, run_pair
 
 
 # ------------------------------------------------------------------ drawers the checks lack

@@ -37,7 +37,6 @@ from .export import MANIFEST, _find, body_span, pristine, source_lines
 MAX_BYTES = 1 << 20          # a source file larger than this is not read
 MAX_LISTED = 2000            # entries of the submission looked at for the notes
 MAX_DEPTH = 8                # folders deep the listing goes
-MAX_PARSED = 1 << 21         # bytes of other Python files parsed to describe them in the notes
 MAX_FOLDERS = 16             # folders of the submission looked into for a nested copy
 SKIPPED = ("__pycache__", "site-packages", "node_modules", "venv", "env")
 PARSE_ERRORS = (SyntaxError, ValueError, RecursionError, MemoryError, UnicodeDecodeError, LookupError)
@@ -248,8 +247,10 @@ def listing(submission: Path) -> tuple:
 
 
 def _notes(submission: Path, parsed: Parsed, used: dict) -> list:
+    """A note for each file of the submission the grader did not take whole: the files it read
+    (at a package path) say what of them was ignored; the others are named, never read."""
     files, cut = listing(submission)
-    notes, budget = [], MAX_PARSED
+    notes = []
     for path in files:
         rel = _rel(path, submission)
         if rel == MANIFEST or (path not in used and _as_handed_out(path, rel)):
@@ -260,23 +261,13 @@ def _notes(submission: Path, parsed: Parsed, used: dict) -> list:
         if path.suffix != ".py":
             notes.append(f"{rel}: not a Python file; ignored")
             continue
-        if path not in used and path not in parsed.files:
-            size = _size(path)
-            if size > budget:
-                notes.append(f"{rel}: not at a path of the package; ignored (not read)")
-                continue
-            budget -= size
+        if path not in parsed.files:
+            notes.append(f"{rel}: not a file of an assignment at its path; ignored (not read)")
+            continue
         notes += _ignored(rel, parsed.get(path), used.get(path, []))
     if cut:
         notes.append(f"... and more: the listing of the submission stops at {MAX_LISTED} entries (none read)")
     return notes
-
-
-def _size(path: Path) -> int:
-    try:
-        return os.lstat(path).st_size
-    except OSError:
-        return 0
 
 
 def _as_handed_out(path: Path, rel: str) -> bool:
