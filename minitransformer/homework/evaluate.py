@@ -73,7 +73,7 @@ def _student_pair(student, graded, case, g):
     results = {"out": out}
     for i, name in enumerate(_wrt(case)):
         results[f"d{name}"] = grads[i] if i < len(grads) else None
-    return results, (after, student.again()[1]), args_after[0], None
+    return results, (after, student.again()[1]), _first(args_after), None
 
 
 def _student_module(student, graded, case, g, state):
@@ -90,7 +90,13 @@ def _student_module(student, graded, case, g, state):
     results = {"out": out, **input_gradients(grads, "memory" in case.inputs)}
     for name, _, grad in module.parameters():
         results[f"d{name}"] = grad
-    return results, (after, student.again()[1]), args_after[0], None, module
+    return results, (after, student.again()[1]), _first(args_after), None, module
+
+
+def _first(echoed: tuple):
+    """The first argument as the child echoed it back, or None when it sent none back (an echo the
+    student's code emptied: then it cannot be shown unchanged)."""
+    return echoed[0] if echoed else None
 
 
 def _is_array(value) -> bool:
