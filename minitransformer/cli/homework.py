@@ -56,7 +56,11 @@ def _export(args) -> int:
     if out.exists() and not out.is_dir():
         raise Refused(f"--out {out}: is a file; expected a folder for the copy (empty, or one an earlier "
                       "export wrote, with --force)")
-    chosen = export(args.assignments, out, with_solutions=args.with_solutions, force=args.force)
+    try:
+        chosen = export(args.assignments, out, with_solutions=args.with_solutions, force=args.force)
+    except OSError as e:
+        raise Refused(f"--out {out}: cannot write the copy there ({e.strerror or e}"
+                      f"{': ' + str(e.filename) if e.filename else ''})") from None
     kind = "solutions kept" if args.with_solutions else "stubbed"
     print(f"exported {len(chosen)} assignment(s) ({kind}) to {args.out}: "
           f"{', '.join(a.id for a in chosen)}; handout {args.out}/HOMEWORK.md")

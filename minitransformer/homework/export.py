@@ -229,8 +229,9 @@ def handout(assignments, package_dir: Path) -> str:
              "`raise NotImplementedError` line with the body. Work in this folder: every command below",
              "runs here.\n",
              "- Check an assignment: `python -m minitransformer homework check . ID` (or run",
-             "  `starter_ID.py`, also as a notebook) grades your code as the grader does: the same cases,",
-             "  tolerance, diagnoses and rubric, with the public seed 0 (your instructor's seed is secret).",
+             "  `starter_ID.py`, also as a notebook) is your local check, not your grade: it checks your code",
+             "  as the grader does (the same cases, tolerance, diagnoses and rubric) on the public seed 0's",
+             "  numbers stored in this copy; your instructor grades other inputs, drawn from a secret seed.",
              "- Hand in the files you edited (each page names them); only the bodies of the assigned",
              "  functions are graded.",
              "- The lectures named below: `python -m minitransformer lectures --out lectures` copies them here.\n"]

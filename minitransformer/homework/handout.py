@@ -106,9 +106,10 @@ def page(assignment_id: str) -> str:
     lines += ["", "### Check it locally", "",
               "In this folder (the one holding HOMEWORK.md):", "",
               f"    python -m minitransformer homework check . {a.id}", "",
-              f"(or `python starter_{a.id}.py`, also as a notebook) grades your code as the grader does: the same "
-              "cases, tolerance, diagnoses and rubric, with the public seed 0 instead of your instructor's secret "
-              "one. It prints, per tensor, the error and a diagnosis that names the mistake when it recognises "
+              f"(or `python starter_{a.id}.py`, also as a notebook) is your local check, not your grade: it checks "
+              "your code as the grader does (the same cases, tolerance, diagnoses and rubric) on the public seed "
+              "0's numbers stored in this copy, where your instructor's grader draws other inputs from a secret "
+              "seed. It prints, per tensor, the error and a diagnosis that names the mistake when it recognises "
               "one, then the rubric. For a draft of your own in any file, the numerical gradient check:", "",
               "    python -m minitransformer gradcheck FILE.py:FORWARD:BACKWARD", "",
               "### What to hand in", "",

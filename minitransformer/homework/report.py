@@ -112,7 +112,11 @@ def write_gradescope(path, results: list, notes=(), execution_time: float | None
     """Written to a temporary name, then renamed: a reader never sees half a file."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(gradescope(results, notes, execution_time), f, indent=2)
-        f.write("\n")
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(gradescope(results, notes, execution_time), f, indent=2)
+            f.write("\n")
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)                   # nothing half-written left behind
+        raise
