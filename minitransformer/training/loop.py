@@ -24,17 +24,18 @@ import time
 
 import numpy as np
 
-from .checkpoint import generator_state
+from .checkpoint import generator_state, remove_stale_temporaries
 from .config import TrainConfig, TrainResult, final_eval_batch_count
 from .divergence import TrainingDiverged, check_grad_norm, check_loss, check_weights
 from .interrupt import SigintGuard, TrainingInterrupted, save_interrupted
 from .loss import task_loss, task_loss_backward
-from .resume import ResumeMismatch, dropout_generators, restore, save_run
+from .resume import BadRunState, ResumeMismatch, dropout_generators, restore, save_run
 from ..layers.blocks import set_recompute
+from ..layers.module import Module
 from ..optim import AdamW, clip_grad_norm, warmup_cosine_schedule
 
 __all__ = ["TrainConfig", "TrainResult", "train", "train_step", "evaluate", "make_optimizer",
-           "final_eval_batch_count", "TrainingDiverged", "TrainingInterrupted", "ResumeMismatch"]
+           "final_eval_batch_count", "TrainingDiverged", "TrainingInterrupted", "ResumeMismatch", "BadRunState", "check_run_inputs"]
 
 
 def make_optimizer(model, cfg: TrainConfig) -> AdamW:
@@ -89,6 +90,18 @@ def evaluate(model, task, split: str, n_batches: int, seed: int, device="cpu", p
     return total / n_batches
 
 
+def check_run_inputs(model, task, cfg) -> None:
+    """TypeError naming the argument unless ``model`` is a Module, ``task`` draws and runs batches
+    (``batch(split, rng)``, ``forward(model, batch)``) and ``cfg`` is a TrainConfig."""
+    if not isinstance(model, Module):
+        raise TypeError(f"model: expected a Module (GPT, Encoder, Seq2Seq, ...), got {type(model).__name__}")
+    if not all(callable(getattr(task, m, None)) for m in ("batch", "forward", "tokens")):
+        raise TypeError(f"task: expected a task with batch(split, rng), forward(model, batch) and "
+                        f"tokens(batch) (training/tasks.py), got {type(task).__name__}")
+    if not isinstance(cfg, TrainConfig):
+        raise TypeError(f"cfg: expected a TrainConfig, got {type(cfg).__name__}")
+
+
 def train(model, task, cfg: TrainConfig, *, optimizer=None, checkpoint_path=None, resume=False, meta=None,
           device="cpu", log=print, stop_after=None, allow_config_change=False, parallel=None) -> TrainResult:
     """Train ``model`` on ``task`` for ``cfg.steps`` steps; see the module docstring.
@@ -99,8 +112,11 @@ def train(model, task, cfg: TrainConfig, *, optimizer=None, checkpoint_path=None
     from there). ``parallel``: as in ``train_step``. Ctrl-C saves the last completed
     step and raises ``TrainingInterrupted``; a divergence raises ``TrainingDiverged``.
     """
+    check_run_inputs(model, task, cfg)
     if resume and checkpoint_path is None:
         raise ValueError("checkpoint_path: resume=True needs the checkpoint to continue from, got None")
+    for name in remove_stale_temporaries(checkpoint_path) if checkpoint_path else ():
+        log(f"removed {name}: the temporary file of an earlier save that was cut short")
     optimizer = optimizer or make_optimizer(model, cfg)
     if cfg.recompute:
         set_recompute(model)
