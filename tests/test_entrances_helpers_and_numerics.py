@@ -68,6 +68,17 @@ def test_swish_backward_is_finite_wherever_silus_is(dtype, data, beta):
         np.testing.assert_array_equal(dx, silu_dx)
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("temperature", [1e-300, 1e-45, 1e-8])
+def test_a_temperature_below_the_dtype_samples_the_argmax_as_its_limit(dtype, temperature):
+    from minitransformer.functional.softmax import softmax_forward
+    from minitransformer.generation.generate import filter_logits
+    logits = np.array([[1.0, 3.0, -60000.0, 2.0]], dtype)
+    z = filter_logits(logits, temperature)                      # a τ that rounds to 0 in float16/float32
+    p = softmax_forward(z)[0]
+    assert not np.isnan(z).any() and z[0, 1] == 0 and p[0].tolist() == [0.0, 1.0, 0.0, 0.0]
+
+
 @pytest.mark.parametrize("beta", [np.inf, -np.inf, np.nan])
 def test_swish_refuses_a_beta_that_is_not_finite_as_its_module_does(beta):
     from minitransformer.layers.activation import Swish
@@ -140,7 +151,10 @@ def _named_cases(tmp_path):
     from minitransformer.tokenizers.bpe import ByteBPETokenizer
     from minitransformer.tokenizers.word import WordTokenizer
     from minitransformer.training.config import TrainConfig
+    from minitransformer.generation.generate import filter_logits
+    from minitransformer.layers.activation import Swish
     from minitransformer.training.loop import train
+    from minitransformer.training.resume import check_run_state
     model = GPT(GPTConfig(**TINY), rng=0)
     mha = MultiHeadAttention(8, 2, rng=0)
     block = DecoderBlock(GPTConfig(**TINY).block_spec(), rng=0)
@@ -183,6 +197,22 @@ def _named_cases(tmp_path):
          r"config\.json: layer_norm_eps: expected a number, got 'x'"),
         (lambda: from_pretrained(_bert(tmp_path / "f", config={"hidden_size": "8"})), ValueError,
          r"config\.json: hidden_size: expected an integer"),
+        # train()'s options: an empty path is not None, "no" is not False
+        (lambda: train(model, _lm_task(), TrainConfig(steps=1), checkpoint_path=""), ValueError, r"^checkpoint_path: "),
+        (lambda: train(model, _lm_task(), TrainConfig(steps=1), resume="yes", checkpoint_path="c.npz"), TypeError,
+         r"^resume: expected True or False"),
+        (lambda: train(model, _lm_task(), TrainConfig(steps=1), allow_config_change="no"), TypeError,
+         r"^allow_config_change: "),
+        (lambda: train(model, _lm_task(), TrainConfig(steps=1), stop_after=-1), ValueError, r"^stop_after: "),
+        (lambda: train(model, _lm_task(), TrainConfig(steps=1), log=None), TypeError, r"^log: "),
+        (lambda: train(model, _lm_task(), TrainConfig(steps=1), meta=5), TypeError, r"^meta: "),
+        (lambda: train(model, _lm_task(), TrainConfig(steps=1), optimizer=5), TypeError, r"^optimizer: "),
+        (lambda: train(model, _lm_task(), TrainConfig(steps=1), parallel=5), TypeError, r"^parallel: "),
+        (lambda: check_run_state(None, "c.npz"), ValueError, r"^resume: c\.npz: expected the checkpoint's metadata"),
+        (lambda: filter_logits(np.array([[np.nan, 1.0]])), ValueError, r"^logits: expected finite numbers or -inf"),
+        (lambda: filter_logits(np.array([[np.inf, 1.0]])), ValueError, r"^logits: expected finite numbers or -inf"),
+        (lambda: filter_logits(np.full((1, 2), -np.inf)), ValueError, r"^logits: .* at least one finite in every row"),
+        (lambda: Swish().forward(np.ones((2, 3))), TypeError, r"^x: expected dtype float32"),
     ]
 
 

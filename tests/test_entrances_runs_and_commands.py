@@ -252,3 +252,11 @@ def test_train_whose_reader_goes_away_saves_and_says_how_to_resume(trained_run, 
     assert load_checkpoint(os.path.join(out, "checkpoint.npz"))[2]["step"] == 100
     monkeypatch.undo()
     assert main(shlex.split(_printed_command(err))[3:]) == 0
+
+
+@pytest.mark.parametrize("lr", ["1e-5", "1e-300"])
+def test_train_takes_an_lr_below_the_schedules_floor(tmp_path, capsys, lr):
+    # The cosine decay ends at min_lr = 1e-4: a smaller --lr used to be refused naming lr, min_lr
+    out = str(tmp_path / "run")
+    assert main(["train", "--data", _data(tmp_path), *TINY, "--out", out, "--lr", lr]) == 0
+    assert load_checkpoint(os.path.join(out, "checkpoint.npz"))[2]["train_config"]["min_lr"] == float(lr)

@@ -86,6 +86,7 @@ def build(args):
     """(model, task, TrainConfig, meta) from the parsed arguments."""
     steps_default = {"gpt": 2000, "seq2seq": 800, "encoder": 1000, **CLASSIFIER_STEPS}[args.model]
     cfg = TrainConfig(steps=args.steps or steps_default, lr=args.lr, seed=args.seed,
+                      min_lr=min(TrainConfig.min_lr, args.lr),       # an --lr below the decay's floor: constant
                       eval_interval=min(args.eval_interval, args.steps or steps_default),
                       checkpoint_interval=getattr(args, "checkpoint_every", 0),
                       recompute=getattr(args, "recompute", False))

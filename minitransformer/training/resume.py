@@ -79,6 +79,9 @@ def check_run_state(saved: dict, path, steps: int | None = None) -> int:
     """The step a run's checkpoint continues from, after checking every field ``restore`` reads;
     ``BadRunState`` naming ``path`` and the field otherwise. ``steps``: the run's total, which the
     saved step may not pass."""
+    if not isinstance(saved, dict):
+        raise BadRunState(f"resume: {path}: expected the checkpoint's metadata (a dict, load_checkpoint's third "
+                          f"value), got {type(saved).__name__}")
     missing = [k for k in ("step", "train_config", "batch_rng", "dropout_rngs", "history", "evals")
                if k not in saved]
     if missing:
