@@ -260,3 +260,15 @@ def test_train_takes_an_lr_below_the_schedules_floor(tmp_path, capsys, lr):
     out = str(tmp_path / "run")
     assert main(["train", "--data", _data(tmp_path), *TINY, "--out", out, "--lr", lr]) == 0
     assert load_checkpoint(os.path.join(out, "checkpoint.npz"))[2]["train_config"]["min_lr"] == float(lr)
+
+
+@pytest.mark.parametrize("command", ["gradcheck", "figures", "lectures", "generate"])
+def test_ctrl_c_in_a_command_is_one_line_and_exit_130(monkeypatch, capsys, command):
+    from minitransformer.cli import EXIT_INTERRUPTED, command_module
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(command_module(command), f"run_{command}", interrupted)
+    argv = {"generate": ["--checkpoint", "c.npz", "--prompt", "a"], "lectures": ["--list"]}.get(command, [])
+    assert main([command, *argv]) == EXIT_INTERRUPTED
+    assert _one_line(capsys.readouterr().err) == "interrupted"

@@ -65,6 +65,7 @@ def _one_line_errors(parser) -> None:
 
 
 EXIT_BROKEN_PIPE = 128 + 13     # the status of a Unix tool that SIGPIPE ended: 141
+EXIT_INTERRUPTED = 128 + 2      # ... and of one that Ctrl-C (SIGINT) ended: 130
 
 
 class ReaderGone(KeyboardInterrupt):
@@ -105,7 +106,9 @@ def main(argv=None) -> int:
     """Parse ``argv`` (default: sys.argv[1:]), run the command, return its exit code.
 
     A reader that goes away (``homework list | head``) ends any command quietly with
-    EXIT_BROKEN_PIPE, as Unix tools do, instead of a BrokenPipeError traceback.
+    EXIT_BROKEN_PIPE, as Unix tools do, instead of a BrokenPipeError traceback; Ctrl-C
+    that a command does not handle itself (``train`` saves its run) ends it with one line
+    and EXIT_INTERRUPTED.
     """
     stdout = sys.stdout
     guard = sys.stdout = _StdoutGuard(stdout)
@@ -116,6 +119,9 @@ def main(argv=None) -> int:
         if not guard.reader_gone:     # a BrokenPipeError from a write that bypassed the guard (.buffer)
             _silence(stdout)
         return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     finally:
         sys.stdout = stdout
     return EXIT_BROKEN_PIPE if guard.reader_gone else code
