@@ -19,6 +19,7 @@ from ..functional.activations import (GELU_APPROXIMATIONS, gelu_backward, gelu_f
                                       relu_forward, silu_backward, silu_forward, swish_backward, swish_forward)
 from ..functional.gated import geglu_backward, geglu_forward, swiglu_backward, swiglu_forward
 from ..validate import check_choice, check_number
+from .linear import check_input
 from .module import Module
 
 GATED_ACTIVATIONS = ("geglu", "swiglu")
@@ -74,6 +75,7 @@ class Swish(Module):
         self.add_param("beta", init.ones((1,), dtype) * check_number("beta", beta, finite=True))
 
     def forward(self, x):
+        check_input("x", x, self.beta)            # x's dtype against β's: name x, the caller's array
         y, cache = swish_forward(x, self.beta)
         self._save(cache, y)
         return y

@@ -25,7 +25,7 @@ multiplies). Norms, biases and the softmax are a few FLOPs a number, left out as
 """
 from __future__ import annotations
 
-from ..validate import check_int, check_number
+from ..validate import check_flag, check_int, check_number
 from .config import GPTConfig
 from .presets import count_parameters
 
@@ -33,6 +33,7 @@ from .presets import count_parameters
 def _check_decoder(config) -> GPTConfig:
     if not isinstance(config, GPTConfig):
         raise TypeError(f"config: expected a GPTConfig (a decoder), got {type(config).__name__}")
+    config.__post_init__()          # checked again: a field set after construction (n_layer = -12) is not
     return config
 
 
@@ -60,5 +61,6 @@ def flops_per_token(config, context: int, training: bool = False) -> int:
     tokens); three times that with ``training`` (forward + backward)."""
     c = _check_decoder(config)
     T = check_int("context", context, low=0)
+    training = check_flag("training", training)         # "False" is a true string
     forward = 2 * matmul_parameters(c) + 2 * c.n_layer * T * c.d_model
     return 3 * forward if training else forward

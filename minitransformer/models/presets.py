@@ -57,7 +57,7 @@ from dataclasses import replace
 from ..layers.activation import GATED_ACTIVATIONS
 from .classifier_config import TabularConfig, ViTConfig
 from .config import EncoderConfig, GPTConfig, Seq2SeqConfig
-from ..validate import check_choice
+from ..validate import check_choice, check_items
 
 _BERT = dict(vocab_size=30522, block_size=512, type_vocab_size=2, p_drop=0.1, eps=1e-12, activation="gelu",
              norm_position="post", position="learned", embedding_norm=True, mlm_head=False, pooler=True)
@@ -232,9 +232,14 @@ def notable_models(names=None) -> list[dict]:
     Returns: a list of dicts with the keys NOTABLE_COLUMNS (ints for the sizes, strings for
     the rest; "layers" of an encoder-decoder is the layers per stack).
     """
+    if isinstance(names, str):
+        raise TypeError(f"names: expected a list of preset names (e.g. [{names!r}]) or None, got the str {names!r}")
     rows = []
-    for name in (tuple(PRESETS) if names is None else names):
-        c = preset(name)
+    for i, name in enumerate(tuple(PRESETS) if names is None else check_items("names", names)):
+        try:
+            c = preset(name)
+        except (TypeError, ValueError) as e:         # preset names its own argument, "name"
+            raise type(e)(f"names[{i}]: {str(e).partition(': ')[2]}") from None
         rows.append({"model": name, "family": _family(c), "layers": c.n_layer, "d_model": c.d_model,
                      "heads": c.n_head, "kv heads": c.n_kv_head or c.n_head, "d_ff": c.d_ff or 4 * c.d_model,
                      "vocab": c.vocab_size, "context": c.block_size, "norm": f"{c.norm_position}-{c.norm}",
