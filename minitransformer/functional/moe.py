@@ -166,9 +166,9 @@ def moe_backward(dy, cache: MoECache, daux=0.0):
     Returns: dx (N, C), dW_r (C, E), dW_in (E, C, F'), db_in (E, F') or None, dW_out (E, F, C),
              db_out (E, C) or None.
     """
-    xp = get_xp(dy)
     x, W_r = cache.x, cache.W_r
     check_upstream("dy", dy, x.shape, x.dtype)                     # the forward output's shape and dtype
+    xp = get_xp(dy)
     act_backward = EXPERT_ACTIVATIONS[cache.activation][1]
     dx = xp.zeros_like(x)                                          # (N, C)
     dgate = xp.zeros_like(cache.gate)                              # (N, k) 0 on dropped assignments

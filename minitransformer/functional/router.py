@@ -50,12 +50,21 @@ import math
 from typing import NamedTuple
 
 from ..backend import get_xp
-from ..validate import check_float, check_int, check_ndim, check_number, check_upstream
+from ..validate import check_float, check_int, check_ndim, check_number, check_size, check_upstream
+
+
+def check_top_k(k, n_experts: int, source: str) -> int:
+    """k as an int in [1, E], or an error naming k and where E comes from (``source``)."""
+    k = check_int("k", k, low=1)
+    if k > n_experts:
+        raise ValueError(f"k: expected at most E = {n_experts} experts ({source}), got {k}")
+    return k
 
 
 class TopKCache(NamedTuple):
     expert: object        # (N, k) the chosen expert ids, best first
     n_experts: int        # E, the width of dp
+    dtype: object         # p's dtype, the gates' and dgate's
 
 
 class LoadBalancingCache(NamedTuple):
@@ -74,19 +83,21 @@ def top_k_forward(p, k: int):
     check_ndim("p", p, 2, "(N, E)")
     check_float("p", p)
     E = p.shape[1]
-    k = check_int("k", k, low=1, high=max(E, 1))
+    if E < 1:
+        raise ValueError(f"p: expected at least one expert (a column), got shape {tuple(p.shape)}")
+    k = check_top_k(k, E, "the columns of p")
     order = xp.argsort(-p, axis=1, kind="stable")                  # (N, E) best first, ties by id
     expert = order[:, :k]                                          # (N, k)
     token = xp.arange(p.shape[0])[:, None]                         # (N, 1)
     gate = p[token, expert]                                        # (N, k)
-    return gate, TopKCache(expert, E)
+    return gate, TopKCache(expert, E, p.dtype)
 
 
 def top_k_backward(dgate, cache: TopKCache):
     """dp_{n,e} = dg_{n,j} where e = e_{n,j}, 0 elsewhere. Inputs: dgate (N, k). Returns: dp (N, E)."""
+    expert, E, dtype = cache
+    check_upstream("dgate", dgate, expert.shape, dtype)            # the gates' shape and dtype
     xp = get_xp(dgate)
-    expert, E = cache
-    check_upstream("dgate", dgate, expert.shape, dgate.dtype)
     dp = xp.zeros((expert.shape[0], E), dtype=dgate.dtype)        # (N, E)
     token = xp.arange(expert.shape[0])[:, None]                    # (N, 1)
     dp[token, expert] = dgate                                      # reverses: gate = p[token, expert] (k distinct ids)
@@ -94,17 +105,18 @@ def top_k_backward(dgate, cache: TopKCache):
 
 
 def expert_capacity(n_tokens: int, n_experts: int, k: int, capacity_factor) -> int:
-    """c = ⌈capacity_factor · N · k / E⌉ slots per expert; capacity_factor None: N (no limit).
+    """c = ⌈capacity_factor · N · k / E⌉ slots per expert, at most N; capacity_factor None: N (no limit).
 
     Inputs: n_tokens N >= 0, n_experts E >= 1, k >= 1, capacity_factor > 0 or None.
     """
     N = check_int("n_tokens", n_tokens, low=0)
     E = check_int("n_experts", n_experts, low=1)
-    k = check_int("k", k, low=1, high=E)
+    k = check_top_k(k, E, "n_experts")
     if capacity_factor is None:
         return N                                                   # each token reaches an expert once at most
     factor = check_number("capacity_factor", capacity_factor, low=0.0, low_open=True, finite=True)
-    return math.ceil(factor * N * k / E)
+    slots = factor * N * k / E
+    return N if slots >= N else math.ceil(slots)                   # more than N slots are never used
 
 
 def capacity_mask(expert, n_experts: int, capacity: int):
@@ -120,7 +132,8 @@ def capacity_mask(expert, n_experts: int, capacity: int):
     c = check_int("capacity", capacity, low=0)
     if getattr(expert.dtype, "kind", None) not in "iu" or (expert.size and not 0 <= int(expert.min())
                                                                 <= int(expert.max()) < E):
-        raise ValueError(f"expert: expected integer ids in [0, {E}), got dtype {expert.dtype}")
+        raise ValueError(f"expert: expected integer ids in [0, n_experts = {E}), got dtype {expert.dtype}")
+    check_size("expert, n_experts", (expert.size, E))              # the (k N, E) queue below
     queue = expert.T.reshape(-1)                                   # (k N,) rank 1 of every token, then rank 2 ...
     one_hot = queue[:, None] == xp.arange(E)[None, :]              # (k N, E)
     place = xp.cumsum(one_hot, axis=0) - 1                         # (k N, E) place in each expert's queue

@@ -30,6 +30,9 @@ from typing import NamedTuple
 from ..validate import check_int
 
 
+MAX_ORDER = 100          # n-grams longer than every sentence match nothing: a larger max_n only scores 0
+
+
 class BleuScore(NamedTuple):
     bleu: float                  # in [0, 1] (papers report 100 × this)
     precisions: tuple            # p_1 .. p_N
@@ -38,10 +41,25 @@ class BleuScore(NamedTuple):
     ref_length: int              # r, the closest reference lengths, summed
 
 
+def _sequences(name: str, value) -> list:
+    """``value``'s items as a list, or TypeError naming ``name``: a sequence, not a string."""
+    if isinstance(value, (str, bytes, dict)):
+        raise TypeError(f"{name}: expected a sequence, got {type(value).__name__}")
+    try:
+        return list(value)
+    except TypeError:
+        raise TypeError(f"{name}: expected a sequence, got {type(value).__name__}") from None
+
+
 def _sequence(name: str, tokens) -> tuple:
-    if isinstance(tokens, (str, bytes)) or not hasattr(tokens, "__iter__"):
-        raise TypeError(f"{name}: expected a sequence of tokens (a list of words or ids), got {type(tokens).__name__}")
-    return tuple(tokens)
+    """``tokens`` as a tuple, or TypeError naming ``name``: a sequence of hashable tokens (words, ids)."""
+    tokens = tuple(_sequences(name, tokens))
+    for token in tokens:
+        try:
+            hash(token)
+        except TypeError:
+            raise TypeError(f"{name}: expected hashable tokens (words or ids), got a {type(token).__name__}") from None
+    return tokens
 
 
 def ngram_counts(tokens, n: int) -> Counter:
@@ -78,16 +96,17 @@ def brevity_penalty(ref_length: int, hyp_length: int) -> float:
 def corpus_bleu(list_of_references, hypotheses, max_n: int = 4) -> BleuScore:
     """BLEU of a corpus: ``hypotheses[i]`` a token sequence, ``list_of_references[i]`` its one or
     more reference sequences; uniform weights 1/max_n over n = 1..max_n."""
-    max_n = check_int("max_n", max_n, low=1)
-    hypotheses = [_sequence(f"hypotheses[{i}]", h) for i, h in enumerate(hypotheses)]
-    list_of_references = list(list_of_references)
+    max_n = check_int("max_n", max_n, low=1, high=MAX_ORDER)
+    hypotheses = [_sequence(f"hypotheses[{i}]", h) for i, h in enumerate(_sequences("hypotheses", hypotheses))]
+    list_of_references = _sequences("list_of_references", list_of_references)
     if len(list_of_references) != len(hypotheses) or not hypotheses:
         raise ValueError("list_of_references, hypotheses: expected one list of references per hypothesis "
                          f"(at least one), got {len(list_of_references)} and {len(hypotheses)}")
     matches, totals = [0] * max_n, [0] * max_n
     c = r = 0
     for i, (references, hypothesis) in enumerate(zip(list_of_references, hypotheses)):
-        references = [_sequence(f"list_of_references[{i}][{j}]", ref) for j, ref in enumerate(references)]
+        references = [_sequence(f"list_of_references[{i}][{j}]", ref)
+                      for j, ref in enumerate(_sequences(f"list_of_references[{i}]", references))]
         if not references:
             raise ValueError(f"list_of_references[{i}]: expected at least one reference, got none")
         for n in range(1, max_n + 1):

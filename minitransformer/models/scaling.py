@@ -77,8 +77,7 @@ def fit_power_law(compute, loss) -> PowerLaw:
             compute values distinct.
     Returns: PowerLaw(k, γ, R²).
     """
-    C = [check_number(f"compute[{i}]", c, low=0.0, low_open=True, finite=True) for i, c in enumerate(compute)]
-    L = [check_number(f"loss[{i}]", v, low=0.0, low_open=True, finite=True) for i, v in enumerate(loss)]
+    C, L = _positive_numbers("compute", compute), _positive_numbers("loss", loss)
     if len(C) != len(L) or len(C) < 2:
         raise ValueError(f"compute, loss: expected two sequences of one length >= 2, got {len(C)} and {len(L)}")
     x = [math.log(c) for c in C]
@@ -92,6 +91,17 @@ def fit_power_law(compute, loss) -> PowerLaw:
     residual = sum((yi - (intercept + slope * xi)) ** 2 for xi, yi in zip(x, y))
     total = sum((yi - y_mean) ** 2 for yi in y)
     return PowerLaw(k=math.exp(intercept), gamma=-slope, r2=1.0 - residual / total if total > 0 else 1.0)
+
+
+def _positive_numbers(name: str, values) -> list:
+    """``values`` as a list of positive finite floats, or an error naming ``name`` (or ``name[i]``)."""
+    if isinstance(values, (str, bytes, dict)):
+        raise TypeError(f"{name}: expected a sequence of positive numbers, got {type(values).__name__}")
+    try:
+        items = list(values)
+    except TypeError:
+        raise TypeError(f"{name}: expected a sequence of positive numbers, got {type(values).__name__}") from None
+    return [check_number(f"{name}[{i}]", v, low=0.0, low_open=True, finite=True) for i, v in enumerate(items)]
 
 
 def training_compute(config, tokens: int) -> int:
