@@ -528,4 +528,6 @@ assert round(100 * sacre.bleu, 2) == 48.53 and (clipped, total) == (2, 7)
 assert f"{base_cost:.1e}" == "3.3e+18" and f"{big_cost:.1e}" == "2.3e+19"
 # T5's prefixes: one model, two tasks, the prefix picks the answer.
 assert answers["reverse"] != answers["sort"]
+if not FAST:                        # what the full runs achieved when this was written, checked again
+    assert distilled_ce < hard_ce and min(score.bleu for score in bleu.values()) > 0.9
 print("lecture 12: all claims check out")

@@ -21,23 +21,13 @@ from minitransformer.metrics import corpus_bleu
 from minitransformer.models import GPTConfig
 from minitransformer.models.scaling import chinchilla_loss, compute_optimal, fit_power_law
 from minitransformer.training.tasks import TextToTextTasks
-from test_entrances_pairs_modules_cli import FAST, backward_entrance, entrance, f32, ids, run_in_scratch_dir
+from test_entrances_pairs_modules_cli import (FAST, _module_forward, backward_entrance, entrance, f32, ids,
+                                             run_in_scratch_dir)
 
 
 def _moe_args():
     return {"x": f32(4, 3), "W_r": f32(3, 2), "W_in": f32(2, 3, 5), "b_in": f32(2, 5), "W_out": f32(2, 5, 3),
             "b_out": f32(2, 3), "top_k": 1, "capacity_factor": 1.0, "activation": "gelu"}
-
-
-def _module_forward(make, inputs, names):
-    def run(d):
-        module = make()
-        args = list(inputs())
-        i = d.draw(st.integers(0, len(args) - 1))
-        from test_entrances_pairs_modules_cli import junk, refuses
-        args[i] = d.draw(junk)
-        refuses(lambda: module.forward(*args), names)
-    return run
 
 
 ENTRANCES = {
@@ -52,7 +42,8 @@ ENTRANCES = {
     "MoEFeedForward()": entrance(MoEFeedForward, lambda: {"d_model": 4, "d_ff": 3, "n_experts": 2, "top_k": 1,
                                                           "capacity_factor": 1.0, "activation": "relu",
                                                           "aux_weight": 0.01, "rng": 0}),
-    "MoEFeedForward.forward": _module_forward(lambda: MoEFeedForward(4, 3, 2), lambda: (f32(2, 3, 4),), ["x"]),
+    "MoEFeedForward.forward": _module_forward(MoEFeedForward, {"d_model": 4, "d_ff": 3, "n_experts": 2}, "x",
+                                              lambda: (f32(2, 3, 4),)),
     "GPTConfig(ffn)": entrance(lambda **k: GPTConfig(**k), lambda: {"ffn": "moe", "n_experts": 4, "top_k": 2,
                                                                       "capacity_factor": 1.25, "moe_aux_weight": 0.01}),
     "distillation_forward": entrance(distillation_forward, lambda: {"student_logits": f32(2, 5),

@@ -5,6 +5,9 @@
                       -> Residual(cross-attention over the encoder memory)   (when cross)
                       -> Residual(FFN)
 
+The FFN is a FeedForward, or with ``BlockSpec.ffn == "moe"`` a sparse mixture of experts
+(layers/moe.py, MoEFeedForward: a router sends each token to top_k of n_experts FFNs).
+
 Backward runs the sublayers in exact reverse order; each Residual adds its
 identity-branch gradient. The cross-attention's memory gradient is returned so
 the model can send it back into the encoder.
