@@ -28,7 +28,7 @@ import math
 
 import matplotlib
 matplotlib.use("Agg")                    # figures go to files, never to a window
-import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 import numpy as np
 
 from _lecture import FAST, OUT, save_figure    # fast-mode switch; where figures go (lectures/_lecture.py)
@@ -206,13 +206,13 @@ for l, row in enumerate(routes):
     print(f"L{l} " + " ".join(str(e) for e in row))
 loads = [np.bincount(block.ffn.sublayer.routing.expert[0].ravel(), minlength=4) for block in moe_gpt.blocks]
 print("assignments per expert, layer by layer:", [load.tolist() for load in loads])
-fig, ax = plt.subplots(figsize=(10, 1.2 + 0.4 * len(routes)))
+fig = Figure(figsize=(10, 1.2 + 0.4 * len(routes)))
+ax = fig.subplots()
 ax.imshow(routes, cmap="tab10", vmin=0, vmax=9, aspect="auto")
 ax.set_xticks(range(32), list(sentence[:32]))
 ax.set_yticks(range(len(routes)), [f"layer {l}" for l in range(len(routes))])
 ax.set_title("the first-choice expert of each character (colour = expert)")
 save_figure(fig, "12_moe_routing.png")
-plt.close(fig)
 
 # %% [markdown]
 # ## 2. Distillation (DistilBERT)
@@ -362,7 +362,8 @@ for c, l in points:                                                      # lower
 frontier = frontier[len(frontier) // 4:]                                 # past the first steps' warm-up
 law = fit_power_law([c for c, _ in frontier], [l for _, l in frontier])
 print(f"frontier: {len(frontier)} points, L ≈ {law.k:.3g} · C^(-{law.gamma:.3f}), R² = {law.r2:.3f}")
-fig, ax = plt.subplots(figsize=(6, 4))
+fig = Figure(figsize=(6, 4))
+ax = fig.subplots()
 for d, (compute, smoothed) in curves.items():
     ax.plot(compute, smoothed, label=f"d_model {d}")
 fc = np.array([c for c, _ in frontier])
@@ -371,7 +372,6 @@ ax.set_xscale("log"), ax.set_yscale("log")
 ax.set_xlabel("training compute C (FLOPs)"), ax.set_ylabel("training loss (mean of 5 steps)")
 ax.legend()
 save_figure(fig, "12_scaling_sweep.png")
-plt.close(fig)
 assert law.gamma > 0 and law.r2 > 0.5
 
 # %% [markdown]

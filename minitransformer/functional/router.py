@@ -130,9 +130,11 @@ def capacity_mask(expert, n_experts: int, capacity: int):
     check_ndim("expert", expert, 2, "(N, k)")
     E = check_int("n_experts", n_experts, low=1)
     c = check_int("capacity", capacity, low=0)
-    if getattr(expert.dtype, "kind", None) not in "iu" or (expert.size and not 0 <= int(expert.min())
-                                                                <= int(expert.max()) < E):
-        raise ValueError(f"expert: expected integer ids in [0, n_experts = {E}), got dtype {expert.dtype}")
+    if getattr(expert.dtype, "kind", None) not in "iu":
+        raise TypeError(f"expert: expected integer expert ids, got dtype {expert.dtype}")
+    if expert.size and not 0 <= int(expert.min()) <= int(expert.max()) < E:
+        raise ValueError(f"expert: expected ids in [0, n_experts = {E}), got ids from {int(expert.min())} "
+                         f"to {int(expert.max())}")
     check_size("expert, n_experts", (expert.size, E))              # the (k N, E) queue below
     queue = expert.T.reshape(-1)                                   # (k N,) rank 1 of every token, then rank 2 ...
     one_hot = queue[:, None] == xp.arange(E)[None, :]              # (k N, E)
