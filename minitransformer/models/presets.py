@@ -115,11 +115,19 @@ def _attention(c) -> int:
     return _linear(C, (H + 2 * G) * D, c.bias) + _linear(H * D, C, c.bias)
 
 
-def _ffn(c) -> int:
+def ffn_parameters(c) -> int:
+    """The parameters of ONE feed-forward network of ``c``'s blocks (one expert, with ffn="moe")."""
     F = c.d_ff or 4 * c.d_model
     width = 2 * F if c.activation in GATED_ACTIVATIONS else F          # a gated unit halves its input
     swish_beta = 1 if c.activation == "swish" else 0                   # Swish's learned β
     return _linear(c.d_model, width, c.bias) + swish_beta + _linear(F, c.d_model, c.bias)
+
+
+def _ffn(c) -> int:
+    """One FFN; with ffn="moe", E of them and the router W_router (C, E), which has no bias."""
+    if getattr(c, "ffn", "dense") == "moe":
+        return c.d_model * c.n_experts + c.n_experts * ffn_parameters(c)
+    return ffn_parameters(c)
 
 
 def _relative(c) -> int:
