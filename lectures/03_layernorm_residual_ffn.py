@@ -288,6 +288,40 @@ assert W1.shape == (C, 4 * C) and not deck_shapes_work
 assert np.allclose(column_out.T, out_all[0], rtol=0, atol=1e-12)
 
 # %% [markdown]
+# ### The FFN is a 1 × 1 convolution over positions
+#
+# The survey deck: "some people like to call it 1x1 convolution". Read the sequence as a
+# signal of length T with C channels. A 1-D convolution with kernel size k and weights
+# $K \in \mathbb{R}^{F \times C \times k}$ computes, at each position t,
+# $\sum_{j, c} K[f, c, j]\, x[t + j - \lfloor k/2 \rfloor, c]$. With k = 1 there is one tap, at t itself:
+# the output at t is $x_t K[:, :, 0]^\top$, a matrix product per position, which is $x_t W_1$
+# with $K = W_1^\top$. The FFN is two such convolutions with the activation between them.
+# A wider kernel (k = 3) would mix each position with its neighbours; k = 1 cannot.
+
+# %%
+def conv1d(x_seq, K, bias):
+    """A 1-D convolution over positions, zero padding: x_seq (B, T, C_in), K (C_out, C_in, k) -> (B, T, C_out)."""
+    k = K.shape[2]
+    padded = np.pad(x_seq, ((0, 0), (k // 2, k - 1 - k // 2), (0, 0)))          # (B, T + k - 1, C_in)
+    windows = np.lib.stride_tricks.sliding_window_view(padded, k, axis=1)       # (B, T, C_in, k)
+    return np.einsum("btcj,ocj->bto", windows, K) + bias                        # (B, T, C_out)
+
+
+conv_params = {name: value for name, value, _ in f.parameters()}               # the FFN of section 5
+K1 = conv_params["fc_in.W"].T[:, :, None]                                      # (F, C, 1) = W₁ᵀ
+K2 = conv_params["fc_out.W"].T[:, :, None]                                     # (C, F, 1) = W₂ᵀ
+as_convolution = conv1d(np.maximum(0.0, conv1d(x, K1, conv_params["fc_in.b"])), K2, conv_params["fc_out.b"])
+print("two 1 × 1 convolutions vs FeedForward:", np.abs(as_convolution - f.forward(x)).max())
+f._cache = None                                                                # no backward follows
+K3 = np.random.default_rng(7).standard_normal(K1.shape[:2] + (3,))             # (F, C, 3): neighbours too
+x_nudged = x.copy()
+x_nudged[:, 0] += 1.0                                                          # change position 0 only
+reach_1x1 = np.abs(conv1d(x_nudged, K1, 0) - conv1d(x, K1, 0))[:, 1].max()     # effect on position 1
+reach_3 = np.abs(conv1d(x_nudged, K3, 0) - conv1d(x, K3, 0))[:, 1].max()
+print(f"changing position 0 moves position 1's output by {reach_1x1} (k = 1) and {reach_3:.3f} (k = 3)")
+assert np.allclose(as_convolution, out_all, rtol=0, atol=1e-12) and reach_1x1 == 0 and reach_3 > 0
+
+# %% [markdown]
 # ## 6. Dropout: drop, and scale what is kept
 #
 # During training, dropout sets each entry to 0 with probability $p$ and divides the

@@ -78,6 +78,42 @@ assert np.allclose(y_perm, y[:, perm], rtol=0, atol=1e-12)               # equiv
 assert np.allclose(y_perm.sum(axis=1), y.sum(axis=1), rtol=0, atol=1e-12)   # the pooled sum is invariant
 
 # %% [markdown]
+# ### The naive position: add 10, 20, 30 ...
+#
+# The survey deck's first idea, "[The_] + 10, [detective_] + 20, [invest] + 30 ... but smarter":
+# add the index times 10 to every number of the token's vector, $x_t + 10t\cdot\mathbf 1$. Why it
+# fails, measured on random token vectors of unit scale:
+#
+# 1. It drowns the token. By the fourth position 30 is added to entries of size 1: two
+#    DIFFERENT tokens at the same position point the same way (cosine near 1).
+# 2. LayerNorm erases it. A constant added to every feature is removed by the mean
+#    subtraction: $\mathrm{LN}(x + c\mathbf 1) = \mathrm{LN}(x)$, so a pre-norm block sees no
+#    position at all.
+# 3. It has no bound: a position never trained on adds a value never seen (position 1000: 10,000).
+#
+# The sinusoidal table fixes all three: entries in [−1, 1], a different pattern across the
+# features (so the norm's mean subtraction leaves it), bounded at every position.
+
+# %%
+from minitransformer.functional.norm import layernorm_forward
+
+tokens = np.random.default_rng(12).standard_normal((2, C))   # two different tokens, unit-scale entries
+ones_C, zeros_C = np.ones(C), np.zeros(C)
+for t in (0, 1, 3, 10):
+    a, b = tokens[0] + 10 * t, tokens[1] + 10 * t          # the same position, + 10 t everywhere
+    cosine = a @ b / (np.linalg.norm(a) * np.linalg.norm(b))
+    print(f"position {t:2d}: cos(token A, token B) = {cosine:.4f}")
+cos_far = (tokens[0] + 30) @ (tokens[1] + 30) / (np.linalg.norm(tokens[0] + 30) * np.linalg.norm(tokens[1] + 30))
+naive_ln = [layernorm_forward(tokens[0] + 10 * t, ones_C, zeros_C)[0] for t in range(T)]
+sin_table = sinusoidal_table(T, C, dtype=np.float64)
+sin_ln = [layernorm_forward(tokens[0] + sin_table[t], ones_C, zeros_C)[0] for t in range(T)]
+naive_spread = max(np.abs(v - naive_ln[0]).max() for v in naive_ln)
+sin_spread = min(np.abs(sin_ln[t] - sin_ln[0]).max() for t in range(1, T))
+print(f"after LayerNorm, token A at positions 0..{T - 1}: naive differ by at most {naive_spread:.1e}, "
+      f"sinusoidal by at least {sin_spread:.3f}")
+assert cos_far > 0.99 and naive_spread < 1e-12 and sin_spread > 0.01 and np.abs(sin_table).max() <= 1
+
+# %% [markdown]
 # ## 1. Sinusoidal encoding
 #
 # The paper's formula, with $i$ the index of a PAIR of columns ($i = 0 \dots d/2 - 1$):

@@ -108,6 +108,32 @@ print("GEGLU:  max |library - by hand| =", np.abs(geglu_forward(h)[0] - geglu_by
 print("SwiGLU: max |library - by hand| =", np.abs(swiglu_forward(h)[0] - swiglu_by_hand).max())
 
 # %% [markdown]
+# ### SwiGLU with a general β
+#
+# The architecture deck writes $\operatorname{SwiGLU}(x, W, V, b, c, \beta) = \operatorname{Swish}_\beta(xW + b)
+# \otimes (xV + c)$ with $\operatorname{Swish}_\beta(a) = a\,\sigma(\beta a)$; LLaMA and the paper take β = 1,
+# which is SiLU, the SwiGLU above. `swiglu_beta_forward(h, beta)` keeps β as an input
+# (`layers.activation.SwiGLUBeta` learns it): β = 1 gives SwiGLU exactly, a large β turns the
+# gate into ReLU(a) ⊙ b (within 1/(eβ) of it per unit of b: $|a\,\sigma(\beta a) - \max(a, 0)| \le 1/(e\beta)$),
+# β = 0 into a/2 ⊙ b. Its backward returns dβ too, checked here.
+
+# %%
+from minitransformer.functional.gated import swiglu_beta_backward, swiglu_beta_forward
+
+h_beta = np.random.default_rng(21).standard_normal((3, 8))          # (N, 2F), F = 4
+a_beta, b_beta = h_beta[:, :4], h_beta[:, 4:]
+for beta_value in (0.0, 1.0, 2.0, 50.0):
+    y_beta = swiglu_beta_forward(h_beta, np.array([beta_value]))[0]
+    by_hand_beta = a_beta / (1 + np.exp(-beta_value * a_beta)) * b_beta   # Swish_β(a) ⊙ b
+    print(f"β = {beta_value:4}: max |library - by hand| = {np.abs(y_beta - by_hand_beta).max():.1e}")
+beta_check = check_pair(swiglu_beta_forward, swiglu_beta_backward, {"h": h_beta, "beta": np.array([1.7])}, seed=0)
+print(beta_check)
+assert np.array_equal(swiglu_beta_forward(h_beta, np.array([1.0]))[0], swiglu_forward(h_beta)[0])
+gap_to_relu = np.abs(swiglu_beta_forward(h_beta, np.array([50.0]))[0] - np.maximum(a_beta, 0) * b_beta)
+assert np.all(gap_to_relu <= np.abs(b_beta) / (math.e * 50.0))      # |a σ(βa) − ReLU(a)| <= 1/(eβ)
+assert beta_check.ok
+
+# %% [markdown]
 # A gated FFN has THREE weight matrices ($W$, $V$, $W_2$) instead of two. To keep the
 # parameter count, the hidden width shrinks from $F = 4C$ to $\tfrac23 F$ (as in the
 # paper and in LLaMA): $3 \cdot C \cdot \tfrac23 F = 2 \cdot C \cdot F$.

@@ -309,6 +309,121 @@ print("a linear table 0, 1, 2, 3 resized to 6 rows:", resize_table(np.arange(4.0
 assert np.array_equal(vit.pos.E_row[[0, -1]], E_row_16[[0, -1]]) and logits_24.shape == (2, 6)
 
 # %% [markdown]
+# ### Bilinear beside bicubic (DINO's `mode='bicubic'`)
+#
+# The deck's DINO code interpolates its 2-D position table with `mode='bicubic'`. Bicubic
+# reads four rows around each place $u$ instead of two, with Keys' cubic-convolution weights
+# (a = −0.75, PyTorch's choice): $w(x) = (a+2)|x|^3 - (a+3)|x|^2 + 1$ for $|x| \le 1$,
+# $a|x|^3 - 5a|x|^2 + 8a|x| - 4a$ for $1 < |x| < 2$. The four weights sum to 1, so the
+# factorised grid $E_\text{row}[r] + E_\text{col}[s]$ resizes bicubically by resizing each
+# table, as for bilinear. Side by side on a table that steps from 0 to 1: bilinear ramps and
+# stays within [0, 1]; bicubic climbs more steeply across the step and overshoots on both
+# sides (its outer weights are negative). `ViT.resize(image_size, mode="cubic")` does it to a model.
+
+# %%
+step_table = np.array([0.0, 0.0, 0.0, 1.0, 1.0, 1.0])[:, None]          # (6, 1) a step
+bilinear_10 = resize_table(step_table, 10, align_corners=False)[:, 0]
+bicubic_10 = resize_table(step_table, 10, align_corners=False, mode="cubic")[:, 0]
+print("bilinear:", bilinear_10)
+print("bicubic: ", bicubic_10)
+keys_weights = resize_table(np.eye(5), 9, mode="cubic")[3]              # u = 1.5: the weights of rows 0..4
+print("bicubic weights at u = 1.5 (rows 0..4):", keys_weights, "sum", keys_weights.sum())
+vit_cubic = ViT(vit_config, rng=0).resize(24, mode="cubic")
+print(f"ViT.resize(24, mode='cubic'): E_row {vit_cubic.pos.E_row.shape}")
+assert bilinear_10.min() >= 0 and bilinear_10.max() <= 1 and bicubic_10.min() < 0 and bicubic_10.max() > 1
+assert bicubic_10[5] - bicubic_10[4] > bilinear_10[5] - bilinear_10[4]     # steeper across the step
+assert np.allclose(keys_weights, [-0.09375, 0.59375, 0.59375, -0.09375, 0.0]) and abs(keys_weights.sum() - 1) < 1e-12
+
+# %% [markdown]
+# ## ELECTRA: replaced-token detection, run
+#
+# The survey deck: ELECTRA trains a small generator as a masked language model and a
+# discriminator that says, for EVERY token, whether the generator replaced it. One step:
+#
+# 1. mask 15% of the characters (`mlm_mask`); the generator predicts them (its MLM loss);
+# 2. at each masked place, SAMPLE a character from the generator's distribution (no gradient
+#    flows through the sample) and put it in the text;
+# 3. the label of a token is 1 where the text now differs from the original: a sample that
+#    happens to be the original character counts as original;
+# 4. the discriminator (`EncoderConfig(rtd_head=True)`, `head="rtd"`) reads the corrupted text
+#    and is trained with the binary cross-entropy on all tokens
+#    (`functional/binary_cross_entropy.py`).
+#
+# (ELECTRA shares the token embeddings between the two and weights the discriminator's loss
+# by λ = 50; here they share nothing, and with separate Adam optimisers a weight on one
+# loss would not change either model's updates.) A discriminator that only learned how
+# often tokens are replaced, the base rate $r$, has the loss $H(r) = -r\ln r - (1 - r)\ln(1 - r)$;
+# to beat it, it must read the context. The printout compares its loss with $H(r)$ and gives
+# its AUC on held-out text: the chance that a replaced token scores above an original one
+# (0.5 is chance).
+
+# %%
+from minitransformer.functional.binary_cross_entropy import (binary_cross_entropy_backward,
+                                                             binary_cross_entropy_forward)
+from minitransformer.functional.softmax import softmax_forward
+from minitransformer.generation.generate import sample_tokens
+from minitransformer.training.data import mlm_mask
+
+electra_tokenizer = CharTokenizer.from_text(load_text())
+electra_train, electra_val = train_val_split(np.asarray(electra_tokenizer.encode(load_text()), dtype=np.int64))
+V_chars = electra_tokenizer.vocab_size
+MASK_ID = V_chars                                                  # one extra id for [MASK]
+electra_steps, gen_width, disc_width = (40, 16, 32) if FAST else (600, 32, 64)
+generator = Encoder(EncoderConfig(vocab_size=V_chars + 1, block_size=32, n_layer=1, n_head=2, d_model=gen_width),
+                    rng=0)
+discriminator = Encoder(EncoderConfig(vocab_size=V_chars + 1, block_size=32, n_layer=2, n_head=4,
+                                      d_model=disc_width, mlm_head=False, rtd_head=True), rng=1)
+
+
+def corrupt(ids_batch, rng_batch):
+    """Steps 1-3: mask, let the generator fill in by sampling; (generator logits and cache, text, labels)."""
+    inputs, labels = mlm_mask(ids_batch, rng_batch, V_chars + 1, MASK_ID, special_ids=(MASK_ID,))
+    gen_logits = generator.forward(inputs, head="mlm")                        # (B, T, V + 1)
+    gen_loss, gen_cache = cross_entropy_forward(gen_logits, labels)
+    chosen = labels != -100                                                    # the masked places
+    logits_chosen = gen_logits[chosen].astype(np.float64)                      # (n_masked, V + 1)
+    logits_chosen[:, MASK_ID] = -np.inf                                        # never sample [MASK]
+    corrupted = ids_batch.copy()
+    corrupted[chosen] = sample_tokens(softmax_forward(logits_chosen)[0], rng_batch)
+    return gen_loss, gen_cache, corrupted, corrupted != ids_batch, chosen
+
+
+gen_optimizer, disc_optimizer = AdamW(generator.parameters(), lr=3e-3), AdamW(discriminator.parameters(), lr=1e-3)
+electra_rng, electra_log = np.random.default_rng(3), []
+for _ in range(electra_steps):
+    batch_ids, _ = random_batch(electra_train, 32, 16, electra_rng)
+    gen_loss, gen_cache, corrupted, replaced, chosen = corrupt(batch_ids, electra_rng)
+    rtd_logits = discriminator.forward(corrupted, head="rtd")                 # (B, T) one logit per token
+    rtd_loss, rtd_cache = binary_cross_entropy_forward(rtd_logits, replaced)
+    generator.backward(cross_entropy_backward(1.0, gen_cache))
+    discriminator.backward(binary_cross_entropy_backward(1.0, rtd_cache))
+    for optimizer, model_ in ((gen_optimizer, generator), (disc_optimizer, discriminator)):
+        optimizer.step()
+        model_.zero_grad()
+    electra_log.append((float(gen_loss), float(rtd_loss), replaced.mean(), 1 - replaced.sum() / chosen.sum()))
+electra_log = np.array(electra_log)
+scores, truths = [], []
+for _ in range(8):                                                             # held-out text
+    batch_ids, _ = random_batch(electra_val, 32, 16, electra_rng)
+    _, _, corrupted, replaced, _ = corrupt(batch_ids, electra_rng)
+    scores.append(discriminator.forward(corrupted, head="rtd").ravel())
+    truths.append(replaced.ravel())
+    generator.release_caches(), discriminator.release_caches()
+scores, truths = np.concatenate(scores), np.concatenate(truths)
+ranks = np.empty(len(scores))
+ranks[np.argsort(scores)] = np.arange(1, len(scores) + 1)
+n_replaced, n_original = truths.sum(), (~truths).sum()
+auc = (ranks[truths].sum() - n_replaced * (n_replaced + 1) / 2) / (n_replaced * n_original)
+r = electra_log[-10:, 2].mean()
+H_base = -(r * np.log(r) + (1 - r) * np.log(1 - r))
+print(f"{electra_steps} steps: generator MLM loss {electra_log[:5, 0].mean():.3f} -> {electra_log[-10:, 0].mean():.3f}; "
+      f"its samples hit the original at {electra_log[-10:, 3].mean():.0%} of the masked places")
+print(f"discriminator loss {electra_log[:5, 1].mean():.3f} -> {electra_log[-10:, 1].mean():.3f}; "
+      f"replaced share r = {r:.3f}, H(r) = {H_base:.3f}; held-out AUC {auc:.3f}")
+assert electra_log[:5, 1].mean() > electra_log[-10:, 1].mean() and electra_log[-10:, 1].mean() < H_base + 0.1
+assert 0 < r < 0.2 and 0.0 <= auc <= 1.0                   # r: at most the ~15% masked, less the hits
+
+# %% [markdown]
 # ## The residual stream, and the logit lens
 #
 # In a pre-norm block, attention and the MLP only ADD to the stream:

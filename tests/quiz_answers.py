@@ -120,6 +120,19 @@ def lecture_11():
             "5": ViTConfig(image_size=24, patch_size=4, n_registers=4).n_tokens}
 
 
+def lecture_12():
+    from minitransformer.functional.router import expert_capacity, load_balancing_forward
+    from minitransformer.metrics import modified_precision
+    collapsed = np.zeros((16, 8))
+    collapsed[:, 3] = 1.0
+    clipped, total = modified_precision(["the cat on the mat".split()], "the the the the".split(), 1)
+    return {"1": float(load_balancing_forward(collapsed, np.full((16, 1), 3))[0]),
+            "2": expert_capacity(1024, 8, 2, 1.25),
+            "3": clipped / total,
+            "4": 3.5 * 24 * 3600 * 8 * 9.5e12,
+            "5": 4 ** 2}
+
+
 def answers(lecture: str) -> dict:
-    """The answers of lecture "01" ... "11", {question: answer}."""
+    """The answers of lecture "01" ... "12", {question: answer}."""
     return globals()[f"lecture_{lecture}"]()

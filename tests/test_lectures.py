@@ -29,8 +29,8 @@ TIMEOUT_S = 120      # fast mode takes a few seconds; this only stops a hang
 
 
 def test_the_lectures_are_numbered_without_gaps():
-    assert [p.name[:2] for p in LECTURES] == [f"{n:02d}" for n in range(1, 12)], LECTURES
-    assert LECTURES[0].name == "01_attention.py" and LECTURES[-1].name == "11_survey_models.py"
+    assert [p.name[:2] for p in LECTURES] == [f"{n:02d}" for n in range(1, 13)], LECTURES
+    assert LECTURES[0].name == "01_attention.py" and LECTURES[-1].name == "12_scaling_up.py"
 
 
 @pytest.mark.parametrize("path", LECTURES, ids=lambda p: p.stem)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "minitransformer"
 CORE = ("functional", "layers", "models", "optim", "training", "generation", "homework", "gradcheck",
-        "tokenizers", "pretrained", "plots")
+        "tokenizers", "pretrained", "plots", "metrics")
 
 
 def imported_modules(source: str, package: str) -> set:

@@ -5,6 +5,9 @@
                       -> Residual(cross-attention over the encoder memory)   (when cross)
                       -> Residual(FFN)
 
+The FFN is a FeedForward, or with ``BlockSpec.ffn == "moe"`` a sparse mixture of experts
+(layers/moe.py, MoEFeedForward: a router sends each token to top_k of n_experts FFNs).
+
 Backward runs the sublayers in exact reverse order; each Residual adds its
 identity-branch gradient. The cross-attention's memory gradient is returned so
 the model can send it back into the encoder.
@@ -36,6 +39,7 @@ from .attention import MultiHeadAttention
 from .dropout import Dropout
 from .ffn import FeedForward
 from .module import Module
+from .moe import MoEFeedForward
 from .norm import make_norm
 from .residual import Residual
 
@@ -69,6 +73,12 @@ class BlockSpec:
     global_positions: tuple = ()        # global tokens on top of the sliding window (needs window)
     attn_p_drop: float = 0.0            # attention dropout on the probabilities P
     rope_scale: float = 1.0             # RoPE position interpolation: position m rotated as m / rope_scale
+    # ---- the feed-forward sublayer: one FFN, or a sparse mixture of experts (layers/moe.py)
+    ffn: str = "dense"                  # "dense" | "moe"
+    n_experts: int = 4                  # E: experts of an MoE FFN
+    top_k: int = 1                      # k: experts per token
+    capacity_factor: float | None = 1.25  # expert slots = ⌈factor · N·k / E⌉ in training; None = no limit
+    moe_aux_weight: float = 0.01        # α, the weight of the load-balancing loss
 
     def __post_init__(self):
         # The rest is checked by the Modules a block builds; these a Module would take as "its default".
@@ -94,6 +104,17 @@ def _attention(spec: BlockSpec, rng, dtype, *, causal: bool, cross: bool,
                               relative_max_distance=spec.relative_max_distance,
                               attn_p_drop=spec.attn_p_drop, dropout_rng=dropout_rng,
                               rope_scale=spec.rope_scale, **_pattern(spec, causal))
+
+
+def _ffn(spec: BlockSpec, rng, dtype):
+    """The feed-forward sublayer: one FeedForward, or a mixture of experts (``spec.ffn == "moe"``)."""
+    if spec.ffn == "moe":
+        return MoEFeedForward(spec.d_model, spec.d_ff, spec.n_experts, spec.top_k,
+                              capacity_factor=spec.capacity_factor, activation=spec.activation, bias=spec.bias,
+                              aux_weight=spec.moe_aux_weight, rng=rng, init_std=spec.init_std,
+                              out_std=spec.out_std, dtype=dtype)
+    return FeedForward(spec.d_model, spec.d_ff, spec.activation, bias=spec.bias, rng=rng,
+                       init_std=spec.init_std, out_std=spec.out_std, dtype=dtype)
 
 
 def _pattern(spec: BlockSpec, causal: bool) -> dict:
@@ -179,10 +200,7 @@ class EncoderBlock(_RecomputableBlock):
         self.add_child("attn", _residual(spec, _attention(spec, rng, dtype, causal=False, cross=False,
                                                     dropout_rng=dropout_rng),
                                          dropout_rng, dtype))
-        self.add_child("ffn", _residual(spec, FeedForward(spec.d_model, spec.d_ff, spec.activation,
-                                                          bias=spec.bias, rng=rng, init_std=spec.init_std,
-                                                          out_std=spec.out_std, dtype=dtype),
-                                        dropout_rng, dtype))
+        self.add_child("ffn", _residual(spec, _ffn(spec, rng, dtype), dropout_rng, dtype))
 
     def forward(self, x, key_padding_mask=None):
         x = self.attn.forward(x, key_padding_mask=key_padding_mask)   # (B, S, C)
@@ -205,10 +223,7 @@ class DecoderBlock(_RecomputableBlock):
             self.add_child("cross_attn", _residual(spec, _attention(spec, rng, dtype, causal=False,
                                                                     cross=True, dropout_rng=dropout_rng),
                                                          dropout_rng, dtype))
-        self.add_child("ffn", _residual(spec, FeedForward(spec.d_model, spec.d_ff, spec.activation,
-                                                          bias=spec.bias, rng=rng, init_std=spec.init_std,
-                                                          out_std=spec.out_std, dtype=dtype),
-                                        dropout_rng, dtype))
+        self.add_child("ffn", _residual(spec, _ffn(spec, rng, dtype), dropout_rng, dtype))
 
     def forward(self, x, memory=None, memory_padding_mask=None, kv_cache=None, cross_kv_cache=None):
         x = self.attn.forward(x, kv_cache=kv_cache)                               # (B, T, C)
