@@ -1,0 +1,97 @@
+"""How long a class takes to grade: N submissions, every assignment, `homework check-class --jobs J`.
+
+Each submission is the files of a solutions copy that hold the assignments' targets
+(``export all --with-solutions``, then only the files a student hands in): a student who did
+everything right, so every case and example runs, with its numerical check, the slowest
+honest submission. The grader comes from each ``--roots`` folder (a checkout, or a tree
+unpacked with ``git archive``), run as ``python -m minitransformer`` with that folder on
+PYTHONPATH, so two versions are timed alternately on the same machine (ABAB: the rounds
+interleave the roots). The seed is a 128-bit secret in a file, as both versions read it.
+Prints JSON: per root, each round's wall-clock seconds and how many submissions got full
+marks, the median, and the machine. Progress goes to stderr.
+
+    python benchmarks/grade_class.py --students 200 --jobs 2 --roots /tmp/base . --rounds 2
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import secrets
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.dirname(HERE), HERE]       # this checkout's package, then train_step
+from train_step import machine  # noqa: E402
+
+from minitransformer.homework.assignments import ASSIGNMENTS  # noqa: E402
+from minitransformer.homework.export import export  # noqa: E402
+
+
+def submissions(folder: Path, students: int) -> Path:
+    """``students`` folders, each holding the target files of a solutions copy (hard links)."""
+    solutions = folder / "solutions"
+    export(["all"], solutions, with_solutions=True)
+    files = sorted({f"minitransformer/{t.module.replace('.', '/')}.py" for a in ASSIGNMENTS for t in a.targets})
+    root = folder / "class"
+    for i in range(students):
+        for rel in files:
+            target = root / f"student{i:03d}" / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.link(solutions / rel, target)
+    return root
+
+
+def grade(root: Path, subs: Path, out: Path, seed_file: Path, jobs: int) -> dict:
+    """One timed check-class with the grader of ``root``: seconds, students at full marks."""
+    shutil.rmtree(out, ignore_errors=True)
+    env = dict(os.environ, PYTHONPATH=str(root), OPENBLAS_NUM_THREADS="1")
+    argv = [sys.executable, "-m", "minitransformer", "homework", "check-class", str(subs), "--out", str(out),
+            "--jobs", str(jobs), "--seed-file", str(seed_file)]
+    start = time.perf_counter()
+    done = subprocess.run(argv, env=env, cwd=out.parent, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"check-class with {root} failed:\n{done.stderr[-2000:]}")
+    rows = list(csv.DictReader((out / "gradebook.csv").read_text().splitlines()))
+    full = sum(1 for r in rows if r["total"] not in ("not graded", "") and float(r["total"]) == 95)
+    return {"seconds": round(seconds, 1), "full_marks": full, "students": len(rows)}
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--students", type=int, default=200)
+    p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--rounds", type=int, default=2, help="rounds over the roots, alternating (ABAB)")
+    p.add_argument("--roots", nargs="+", default=[os.path.dirname(HERE)],
+                   help="folders holding a minitransformer/ to grade with (default: this checkout)")
+    args = p.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="mt-class-"))
+    try:
+        subs = submissions(work, args.students)
+        seed_file = work / "seed.json"
+        seed_file.write_text(json.dumps({"seed": secrets.randbits(128)}))
+        runs: dict = {str(Path(r).resolve()): [] for r in args.roots}
+        for n in range(args.rounds):
+            for root in runs:
+                result = grade(Path(root), subs, work / "gradebook", seed_file, args.jobs)
+                print(f"round {n + 1}, {root}: {result}", file=sys.stderr, flush=True)
+                runs[root].append(result)
+        print(json.dumps({"students": args.students, "jobs": args.jobs, "rounds": args.rounds,
+                          "runs": {root: {"seconds": [r["seconds"] for r in rs],
+                                          "median_s": statistics.median(r["seconds"] for r in rs),
+                                          "full_marks": [r["full_marks"] for r in rs]} for root, rs in runs.items()},
+                          "load_average": os.getloadavg(), "machine": machine()}, indent=1))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
