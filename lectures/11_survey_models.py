@@ -210,13 +210,17 @@ for n_layer in (1, 2):
 # "does approximately the same thing as the original layer norm" (the architecture deck).
 # Train a tiny post-norm character GPT (8 blocks, 32 wide) three times, same data, same seed,
 # same learning rate: with LayerNorm, with RMSNorm, and with every norm (the final one
-# included) replaced by the identity. At a learning rate of 3e-3 the three runs stay close
-# for the first few hundred steps, and which of them is ahead depends on the seed: no claim
-# can be read off that. At 3e-2 the difference is not subtle: without norms the residual
-# stream grows with every update until the loss explodes (or the gradient overflows and the
-# optimizer refuses it), while both normalised models train. Normalisation widens the range
-# of learning rates that train at all. (Fast mode: 30 steps at 3e-2; else also 300 steps at
-# 3e-3, printed.)
+# included) replaced by the identity. At a learning rate of 3e-2 the difference is not
+# subtle: without norms the residual stream grows with every update until the loss explodes
+# (or the gradient overflows and the optimizer refuses it), while both normalised models
+# train, on the same curve. Normalisation widens the range of learning rates that train at
+# all. At 3e-3 all three train, and after a few hundred steps the run without norms is
+# clearly behind. RMSNorm against LayerNorm at 3e-3 is a closer call than the deck's
+# "approximately the same" suggests in a model this small: all the runs first sit on the
+# plateau of the character frequencies, and when RMSNorm leaves it depends on the seed
+# (with one seed together with LayerNorm, with another far later), so the full run prints
+# two seeds and asserts nothing about that pair. (Fast mode: 30 steps at 3e-2; the full
+# run adds 100 steps at 3e-2 and 300 steps at 3e-3 for seeds 0 and 1.)
 
 # %%
 import math
@@ -249,39 +253,40 @@ def fit(model, steps: int, batches, lr: float = 3e-3) -> list[float]:
     return losses
 
 
-def train_tiny(norm: str, lr: float, steps: int) -> float:
+def train_tiny(norm: str, lr: float, steps: int, seed: int = 0) -> float:
     """Mean loss of the last 10 steps of a post-norm GPT with ``norm`` ("layernorm", "rmsnorm" or
     "none"); infinity when the optimizer refused a non-finite gradient."""
     model = GPT(GPTConfig(vocab_size=corpus.vocab_size, block_size=32, n_layer=8, n_head=4, d_model=32,
-                          norm_position="post", norm="layernorm" if norm == "none" else norm), rng=0)
+                          norm_position="post", norm="layernorm" if norm == "none" else norm), rng=seed)
     if norm == "none":
         for _, module in list(model.named_modules()):
             for name in [n for n in module.children if n.startswith("norm")]:   # norm, and the final norm_f
                 module.children[name] = Identity()
     with np.errstate(all="ignore"):                # a diverging run overflows: that is what is measured
         try:
-            return float(np.mean(fit(model, steps, np.random.default_rng(0), lr)[-10:]))
+            return float(np.mean(fit(model, steps, np.random.default_rng(seed), lr)[-10:]))
         except ValueError:                         # "the gradient ... holds inf or NaN": diverged
             return math.inf
 
 
-norm_runs = {(3e-2, 30 if FAST else 100)} | (set() if FAST else {(3e-3, 300)})
+norm_runs = [(3e-2, 30, 0)] if FAST else [(3e-2, 100, 0), (3e-3, 300, 0), (3e-3, 300, 1)]   # (lr, steps, seed)
 final_loss = {}
 start = time.perf_counter()
-for lr, steps in sorted(norm_runs, reverse=True):
+for lr, steps, seed in norm_runs:
     for norm in ("layernorm", "rmsnorm", "none"):
-        final_loss[norm, lr] = train_tiny(norm, lr, steps)
-    print(f"lr {lr:g}, {steps} steps: mean loss of the last 10 steps: " +
-          ", ".join(f"{norm} {final_loss[norm, lr]:.4g}" for norm in ("layernorm", "rmsnorm", "none")))
+        final_loss[norm, lr, seed] = train_tiny(norm, lr, steps, seed)
+    print(f"lr {lr:g}, {steps} steps, seed {seed}: mean loss of the last 10 steps: " +
+          ", ".join(f"{norm} {final_loss[norm, lr, seed]:.4g}" for norm in ("layernorm", "rmsnorm", "none")))
 print(f"({time.perf_counter() - start:.1f} s; ln V = {math.log(corpus.vocab_size):.3f})")
 # At 3e-2: both normalised models train (below ln V - 0.5) and land within 0.1 of each other;
 # without norms the loss is above 10, infinite or NaN ("not below 10" holds for all three).
 for norm in ("layernorm", "rmsnorm"):
-    assert final_loss[norm, 3e-2] < math.log(corpus.vocab_size) - 0.5, final_loss
-assert abs(final_loss["layernorm", 3e-2] - final_loss["rmsnorm", 3e-2]) < 0.1, final_loss
-assert not final_loss["none", 3e-2] < 10, final_loss
-if not FAST:                                       # the long run at 3e-3: RMSNorm trains like LayerNorm
-    assert abs(final_loss["layernorm", 3e-3] - final_loss["rmsnorm", 3e-3]) < 0.1, final_loss
+    assert final_loss[norm, 3e-2, 0] < math.log(corpus.vocab_size) - 0.5, final_loss
+assert abs(final_loss["layernorm", 3e-2, 0] - final_loss["rmsnorm", 3e-2, 0]) < 0.1, final_loss
+assert not final_loss["none", 3e-2, 0] < 10, final_loss
+if not FAST:                                       # at 3e-3, with either seed, LayerNorm is clearly ahead of none
+    for seed in (0, 1):
+        assert final_loss["layernorm", 3e-3, seed] < final_loss["none", 3e-3, seed] - 0.2, final_loss
 
 # %% [markdown]
 # **"RMSNorm is faster than LayerNorm"** (Zhang & Sennrich 2019 report 7-64 % on their
