@@ -26,6 +26,7 @@ from pathlib import Path
 from .assignments import EQUIVALENTS, select
 from .expected import in_student_copy
 from .expected import write as write_expected
+from ..trace.compare import write_reference as write_reference_trace
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -126,6 +127,7 @@ def export(ids, out, *, with_solutions: bool = False, package_dir: Path = PACKAG
         _stub_all(dest, targets)
         if expectations and not in_student_copy(package_dir):
             write_expected(dest, [a.id for a in assignments])
+            write_reference_trace(dest, assignments)
     (out / "HOMEWORK.md").write_text(handout(assignments, package_dir), encoding="utf-8")
     for a in assignments:
         (out / f"starter_{a.id}.py").write_text(starter(a, package_dir), encoding="utf-8")
