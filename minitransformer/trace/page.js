@@ -90,38 +90,49 @@
     return `rgb(${[0, 1, 2].map(k => Math.round(250 + (end[k] - 250) * t)).join(",")})`;
   }
   function heatmap(sl, step, v, opts) {
+    // A canvas (one element, however many cells): cells, then the token labels on the axes.
     const d = decode(sl), { rowLabels, colLabels } = axes(step, v, d.rows, d.cols);
     let lo = Infinity, hi = -Infinity;
     for (const x of d.v) if (isFinite(x)) { lo = Math.min(lo, x); hi = Math.max(hi, x); }
-    if (opts && opts.range) { lo = opts.range[0]; hi = opts.range[1]; }
     const signed = lo < 0;
     const maxW = (opts && opts.width) || 270, maxH = (opts && opts.height) || 300;
-    let cell = Math.max(2, Math.min(13, Math.floor(maxW / d.cols), Math.floor(maxH / d.rows)));
+    const cell = Math.max(2, Math.min(13, Math.floor(maxW / d.cols), Math.floor(maxH / d.rows)));
+    const labels = cell >= 7;
     const long = colLabels && colLabels.some(t => tokenText(t).length > 2);
-    const left = rowLabels ? 8 + 6.2 * Math.max(...rowLabels.map(t => tokenText(t).length)) : 0;
-    const top = colLabels ? (long ? 8 + 6.2 * Math.max(...colLabels.map(t => tokenText(t).length)) : 14) : 0;
-    const W = left + d.cols * cell, H = top + d.rows * cell;
-    const svg = el("svg:svg", { class: "hm", width: W, height: H, viewBox: `0 0 ${W} ${H}` });
-    for (let r = 0; r < d.rows; r++) for (let c = 0; c < d.cols; c++)
-      svg.append(el("svg:rect", { class: "cell", x: left + c * cell, y: top + r * cell, width: cell, height: cell,
-                                  fill: colour(d.v[r * d.cols + c], lo, hi, signed) }));
-    if (rowLabels && cell >= 7) rowLabels.forEach((t, r) => svg.append(el("svg:text",
-      { x: left - 4, y: top + r * cell + cell / 2 + 3.5, "text-anchor": "end" }, tokenText(t))));
-    if (colLabels && cell >= 7) colLabels.forEach((t, c) => {
+    const left = rowLabels && labels ? 8 + 6.2 * Math.max(...rowLabels.map(t => tokenText(t).length)) : 0;
+    const top = colLabels && labels ? (long ? 8 + 6.2 * Math.max(...colLabels.map(t => tokenText(t).length)) : 14) : 0;
+    const W = Math.ceil(left + d.cols * cell), H = Math.ceil(top + d.rows * cell), k = window.devicePixelRatio || 1;
+    const canvas = el("canvas", { class: "hm", width: Math.ceil(W * k), height: Math.ceil(H * k) });
+    canvas.style.width = W + "px"; canvas.style.height = H + "px";
+    const g = canvas.getContext("2d");
+    g.scale(k, k);
+    for (let r = 0; r < d.rows; r++) for (let c = 0; c < d.cols; c++) {
+      g.fillStyle = colour(d.v[r * d.cols + c], lo, hi, signed);
+      g.fillRect(left + c * cell, top + r * cell, cell, cell);
+    }
+    g.fillStyle = "#4a5363"; g.font = "10px " + getComputedStyle(document.body).getPropertyValue("--mono");
+    if (rowLabels && labels) {
+      g.textAlign = "right";
+      rowLabels.forEach((t, r) => g.fillText(tokenText(t), left - 4, top + r * cell + cell / 2 + 3.5));
+    }
+    if (colLabels && labels) colLabels.forEach((t, c) => {
       const x = left + c * cell + cell / 2;
-      svg.append(long ? el("svg:text", { x, y: top - 4, transform: `rotate(-90 ${x} ${top - 4})` }, tokenText(t))
-                      : el("svg:text", { x, y: top - 4, "text-anchor": "middle" }, tokenText(t)));
+      g.save();
+      if (long) { g.translate(x + 3.5, top - 4); g.rotate(-Math.PI / 2); g.textAlign = "left"; g.fillText(tokenText(t), 0, 0); }
+      else { g.textAlign = "center"; g.fillText(tokenText(t), x, top - 4); }
+      g.restore();
     });
-    svg.addEventListener("mousemove", ev => {
-      const box = svg.getBoundingClientRect();
+    canvas.dataset.labels = [rowLabels && labels ? rowLabels.length : 0, colLabels && labels ? colLabels.length : 0].join(",");
+    canvas.addEventListener("mousemove", ev => {
+      const box = canvas.getBoundingClientRect();
       const c = Math.floor((ev.clientX - box.left - left) / cell), r = Math.floor((ev.clientY - box.top - top) / cell);
       if (r < 0 || c < 0 || r >= d.rows || c >= d.cols) { tip.style.display = "none"; return; }
       const where = (rowLabels ? `“${tokenText(rowLabels[r])}” ` : "") + (colLabels ? `→ “${tokenText(colLabels[c])}” ` : "");
       tip.textContent = `[${[...d.index, r, c].join(", ")}] ${where}${fmt(d.v[r * d.cols + c])}`;
       tip.style.display = "block"; tip.style.left = (ev.clientX + 12) + "px"; tip.style.top = (ev.clientY + 12) + "px";
     });
-    svg.addEventListener("mouseleave", () => { tip.style.display = "none"; });
-    return svg;
+    canvas.addEventListener("mouseleave", () => { tip.style.display = "none"; });
+    return canvas;
   }
   function sliceName(v, index) {
     const n = (v.shape || []).length;

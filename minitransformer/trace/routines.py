@@ -13,7 +13,8 @@ The equation, as rows of segments, comes from the first place that has one:
      before the first top-level ", " / ". " / "; ";
   2. the docstring's first indented block that holds an ``=`` (LayerNorm's backward);
   3. for a backward, the module docstring's block under a line that starts "Backward";
-     otherwise the module docstring's first indented block with an ``=``.
+     for a forward, the module docstring's first indented block with an ``=``; for a
+     helper (split_heads, causal_mask), the docstring's first line, as words.
 A line of such a block splits into segments at runs of three or more spaces (two
 equations side by side, or an equation and its shape or note), unless an "=" follows
 (the spaces that align the equals signs of a block).
@@ -90,6 +91,8 @@ def _equation(doc: str, module_doc: str, direction: str) -> tuple:
     block = _indented_block(doc)
     if block:
         return block
+    if direction == "helper":                    # a helper's own words, not its module's table
+        return ((first,),) if first else ()
     if direction == "backward":
         block = _indented_block(module_doc, after=r"^Backward")
         if block:
