@@ -17,7 +17,7 @@
       else if (k === "on") for (const [ev, f] of Object.entries(v)) e.addEventListener(ev, f);
       else if (v !== null && v !== undefined && v !== false) e.setAttribute(k, v);
     }
-    for (const kid of kids.flat()) if (kid !== null && kid !== undefined && kid !== false)
+    for (const kid of kids.flat(Infinity)) if (kid !== null && kid !== undefined && kid !== false)
       e.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
     return e;
   }
@@ -63,17 +63,33 @@
   function axes(step, v, rows, cols) {
     const tok = meta.tokens || null, src = meta.source_tokens || null, sc = step.scope || "";
     const inEncoder = src && sc.startsWith("encoder.");
-    const queries = inEncoder ? src : tok;
+    const memory = src && sc.includes("cross") && (/^d?(k|v|k_scaled|memory)$/.test(v.name) ||
+      step.args.some(a => /W_kv/.test(a.param || "")) && /^d?[xy]$/.test(v.name));   // the encoder's side
+    const queries = inEncoder || memory ? src : tok;
     let rowLabels = null, colLabels = null;
     if (queries && rows === queries.length) rowLabels = queries;
     else if (src && rows === src.length) rowLabels = src;
+    else if (meta.family === "vit" && tok && rows === tok.length - 1) rowLabels = tok.slice(1);   // patches, no [CLS]
     const attention = /attention|softmax|mask/.test(step.op) || (step.parent !== null && /attention/.test(steps[step.parent].op))
       || v.name === "probs" || v.name === "mask";
     if (attention && (v.shape || []).length >= 2) {
       const keys = src && (inEncoder || sc.includes("cross")) ? src : tok;
       if (keys && cols === keys.length) colLabels = keys;
     }
+    const vocab = meta.vocab || null;          // logits over the vocabulary (or the classes), the token table
+    if (vocab) {
+      const table = /tok\.W/.test(v.param || "") || (v.grad_of && /tok\.W/.test(gradOfParam(v) || ""));
+      const transposed = /ᵀ/.test(v.param || "") || (v.grad_of && /ᵀ/.test(gradOfParam(v) || ""));
+      const logits = /(^|\.)(head|decoder|loss)$/.test(sc) || /cross_entropy|log_softmax/.test(step.op);
+      if (cols === vocab.length && (logits && !table || table && transposed)) colLabels = vocab;
+      if (rows === vocab.length && table && !transposed) rowLabels = vocab;
+    }
     return { rowLabels, colLabels };
+  }
+
+  function gradOfParam(v) {                 // the parameter a gradient belongs to, if any
+    const s = steps[v.grad_of[0]], f = s && s.args.find(a => a.name === v.grad_of[1]);
+    return f ? f.param : null;
   }
 
   // ---------------------------------------------------------------- heatmaps
@@ -85,7 +101,7 @@
       const end = x < 0 ? [33, 102, 172] : [178, 24, 43];
       return `rgb(${[0, 1, 2].map(k => Math.round(248 + (end[k] - 248) * t)).join(",")})`;
     }
-    const t = hi > lo ? Math.min(1, (x - lo) / (hi - lo)) ** 0.8 : 0;
+    const t = hi > lo ? Math.min(1, (x - lo) / (hi - lo)) ** 0.55 : 0;
     const end = [20, 54, 120];
     return `rgb(${[0, 1, 2].map(k => Math.round(250 + (end[k] - 250) * t)).join(",")})`;
   }
@@ -178,12 +194,13 @@
   }
   function card(v, step, key, extra) {
     const c = el("div", { class: "card" + (extra && extra.cls ? " " + extra.cls : "") });
+    if (extra && extra.width > 270) c.style.maxWidth = (extra.width + 80) + "px";
     c.append(el("h3", {}, (extra && extra.title) || v.name, describe(v, step)));
     if (v.kind === "array") {
       c.append(...[el("div", { class: "meta" }, `${shape(v.shape)} ${v.dtype || ""}`), stats(v), preview(v, step, key, extra)]
         .filter(Boolean));
     } else if (v.kind === "number") {
-      c.append(el("div", { class: "number" }, fmt(v.number)));
+      c.append(el("div", { class: "number" }, /^(True|False)$/.test(v.text || "") ? v.text : fmt(v.number)));
     } else if (v.kind === "same") {
       c.append(el("div", { class: "meta" }, `the argument ${v.text} itself (no copy)`));
     } else if (v.kind === "none") {
@@ -234,10 +251,14 @@
     const data = v => v.kind === "array" || v.kind === "parts";
     const inputs = step.args.filter(v => data(v) && !v.param), params = step.args.filter(v => v.param);
     const outputs = step.results.filter(v => v.kind !== "cache"), caches = step.results.filter(v => v.kind === "cache");
-    const out = [el("div", { class: "section" }, "input → output"),
+    const maps = caches.flatMap(c => (c.fields || []).filter(f => f.name === "probs" && f.kind === "array"));
+    const out = maps.length ? [el("div", { class: "section" }, "the attention map P, row i: where query i looks (from the cache)"),
+                               el("div", { class: "cards" }, maps.map(f => card(f, step, `${i}/probs`, { width: 330, height: 330, title: "P" })))]
+                            : [];
+    out.push(el("div", { class: "section" }, "input → output"),
                  el("div", { class: "cards" }, inputs.map(v => valueBlock(v, step, i, "arg")),
                     inputs.length ? el("span", { class: "arrow" }, "→") : null,
-                    outputs.map(v => valueBlock(v, step, i, "result")))];
+                    outputs.map(v => valueBlock(v, step, i, "result"))));
     if (params.length) out.push(el("div", { class: "section" }, "parameters"),
                                 el("div", { class: "cards" }, params.map(v => valueBlock(v, step, i, "arg"))));
     for (const c of caches) out.push(el("div", { class: "section" }, "cache, kept for the backward"), card(c, step, `${i}/cache`));
@@ -292,7 +313,8 @@
   }
   function shapesLine(step) {
     const arr = vs => vs.filter(v => v.kind === "array" || v.kind === "same" || v.kind === "number")
-      .map(v => [el("b", {}, v.name), " ", v.kind === "array" ? shape(v.shape) : v.kind === "number" ? fmt(v.number) : `= ${v.text}`]);
+      .map(v => [el("b", {}, v.name), " ", v.kind === "array" ? shape(v.shape)
+                 : v.kind === "number" ? (/^(True|False)$/.test(v.text || "") ? v.text : fmt(v.number)) : `= ${v.text}`]);
     const join = parts => parts.flatMap((p, k) => k ? [" · ", ...p] : p);
     return el("div", { class: "shapes" }, join(arr(step.args)), "  →  ", join(arr(step.results)));
   }

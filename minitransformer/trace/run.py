@@ -138,7 +138,7 @@ def _gpt(text, tokenizer, model):
     ids = np.asarray([_encode(tokenizer, text, model.config.block_size + 1)], dtype=np.int64)   # (1, T + 1)
     tokens = _pieces(tokenizer, ids[0])
     meta = {"family": "gpt", "task": "predict the next character of the text", "text": text,
-            "tokens": tokens[:-1], "targets": tokens[1:]}
+            "tokens": tokens[:-1], "targets": tokens[1:], "vocab": _pieces(tokenizer, range(tokenizer.vocab_size))}
     return model, {"x": ids[:, :-1], "targets": ids[:, 1:]}, _describe(model, meta)
 
 
@@ -154,7 +154,8 @@ def _encoder(text, tokenizer, model):
     tokens = ["[MASK]" if m else c for m, c in zip(masked, _pieces(tokenizer, ids[0]))]
     meta = {"family": "encoder", "task": f"recover the masked characters (every {MASK_EVERY}th from "
             f"position {MASK_FROM})", "text": text, "tokens": tokens,
-            "targets": [c if m else "" for m, c in zip(masked, _pieces(tokenizer, ids[0]))]}
+            "targets": [c if m else "" for m, c in zip(masked, _pieces(tokenizer, ids[0]))],
+            "vocab": _pieces(tokenizer, range(tokenizer.vocab_size)) + ["[MASK]"]}
     return model, {"x": x, "targets": targets}, _describe(model, meta)
 
 
@@ -172,7 +173,8 @@ def _seq2seq(text, tokenizer, model):
     assert PAD not in src
     chars = _pieces(tokenizer, src[0] - SPECIALS)
     meta = {"family": "seq2seq", "task": "write the text reversed (teacher forcing)", "text": text,
-            "source_tokens": chars, "tokens": ["<bos>"] + chars[::-1][:-1], "targets": chars[::-1]}
+            "source_tokens": chars, "tokens": ["<bos>"] + chars[::-1][:-1], "targets": chars[::-1],
+            "vocab": ["<pad>", "<bos>", "<eos>"] + _pieces(tokenizer, range(tokenizer.vocab_size))}
     return model, {"src": src, "tgt_in": tgt_in, "targets": target}, _describe(model, meta)
 
 
@@ -184,7 +186,7 @@ def _vit(model):
     images = np.repeat(images, c.in_channels, axis=-1).astype(model.patches.W.dtype)
     tokens = ["[CLS]"] + [f"{r},{s}" for r in range(c.grid) for s in range(c.grid)]
     meta = {"family": "vit", "task": f"classify the drawn shape (a {SHAPES[int(labels[0])]})",
-            "text": "", "tokens": tokens, "targets": [SHAPES[int(labels[0])]]}
+            "text": "", "tokens": tokens, "targets": [SHAPES[int(labels[0])]], "vocab": list(SHAPES)}
     return model, {"images": images, "targets": labels}, _describe(model, meta)
 
 
