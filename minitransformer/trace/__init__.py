@@ -33,7 +33,7 @@ numbers in a student's copy (compare.py says how the copy's trace is compared).
 """
 from .page import write_page
 from .record import Step, Trace, trace
-from .run import FAMILIES, traced_step
+from .run import FAMILIES, trace_step, traced_step
 from .values import Limits, Value
 
-__all__ = ["trace", "Trace", "Step", "Value", "Limits", "traced_step", "FAMILIES", "write_page"]
+__all__ = ["trace", "Trace", "Step", "Value", "Limits", "traced_step", "trace_step", "FAMILIES", "write_page"]

@@ -113,7 +113,7 @@
     const signed = lo < 0;
     const maxW = (opts && opts.width) || 270, maxH = (opts && opts.height) || 300;
     const cell = Math.max(2, Math.min(13, Math.floor(maxW / d.cols), Math.floor(maxH / d.rows)));
-    const labels = cell >= 7;
+    const labels = cell >= 8, font = Math.min(10, cell + 1);
     const long = colLabels && colLabels.some(t => tokenText(t).length > 2);
     const left = rowLabels && labels ? 8 + 6.2 * Math.max(...rowLabels.map(t => tokenText(t).length)) : 0;
     const top = colLabels && labels ? (long ? 8 + 6.2 * Math.max(...colLabels.map(t => tokenText(t).length)) : 14) : 0;
@@ -126,7 +126,7 @@
       g.fillStyle = colour(d.v[r * d.cols + c], lo, hi, signed);
       g.fillRect(left + c * cell, top + r * cell, cell, cell);
     }
-    g.fillStyle = "#4a5363"; g.font = "10px " + getComputedStyle(document.body).getPropertyValue("--mono");
+    g.fillStyle = "#4a5363"; g.font = font + "px " + getComputedStyle(document.body).getPropertyValue("--mono");
     if (rowLabels && labels) {
       g.textAlign = "right";
       rowLabels.forEach((t, r) => g.fillText(tokenText(t), left - 4, top + r * cell + cell / 2 + 3.5));
@@ -300,7 +300,7 @@
     // One row per equation line: its first segment, then the rest (the backward of the line on the left,
     // or a second equation) side by side; segments without math are notes.
     const box = el("div", { class: "equation" + (r.equation.length > 2 ? " small" : "") });
-    const isMath = t => /=|→|->|⊙|√|Σ/.test(t) && !/^\(.*\)$/.test(t);
+    const isMath = t => r.direction !== "helper" && /=|→|->|⊙|√|Σ/.test(t) && !/^\(.*\)$/.test(t);
     const two = r.equation.some(row => row.length > 1);
     box.style.gridTemplateColumns = two ? "auto auto" : "auto";
     r.equation.forEach((row, k) => {
@@ -392,7 +392,7 @@
   function timeline() {
     const bar = el("div", { class: "timeline", title: "every step: forward in blue, backward in orange; click to jump" });
     steps.forEach((s, i) => bar.append(el("i", {
-      class: [s.phase, s.dir !== "helper" ? "pair" : "", s.parent !== null ? "nested" : "", yours(i) ? "yours" : "",
+      class: [s.phase, s.dir !== "helper" ? "routine" : "", s.parent !== null ? "nested" : "", yours(i) ? "yours" : "",
               cmp && cmp.first === i ? "differs" : ""].join(" "),
       title: `${i + 1} ${s.op} ${s.scope}`, on: { click: () => go(i) } })));
     return bar;

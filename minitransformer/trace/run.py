@@ -3,6 +3,7 @@
     t = traced_step("gpt")                                # the tiny GPT on DEFAULT_TEXT, float64
     t = traced_step("seq2seq", text="hello world")
     t = traced_step(checkpoint="runs/gpt")                # a trained model (its folder or its .npz)
+    t = trace_step(model, "gpt", {"x": ids, "targets": targets}, {"tokens": [...]})   # any model, any batch
 
 A step is forward, the cross-entropy loss, and backward (the gradients of every
 parameter); the optimizer's update is not a functional routine and is not shown.
@@ -26,7 +27,7 @@ import numpy as np
 from ..functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from ..models import GPT, Encoder, EncoderConfig, GPTConfig, Seq2Seq, Seq2SeqConfig, ViT, ViTConfig
 from ..tokenizers import CharTokenizer
-from ..training.data import BOS, PAD
+from ..training.data import BOS, PAD, make_sequence_task
 from ..training.shapes import SHAPES, draw_shapes
 from .record import trace
 from .values import Limits
@@ -41,12 +42,19 @@ MASK_EVERY, MASK_FROM = 7, 3      # encoder: the masked positions
 
 def traced_step(family: str | None = None, text: str | None = None, checkpoint=None,
                 limits: Limits = Limits()):
-    """The Trace of one training step (``Trace.error`` says what stopped it, if anything)."""
+    """The Trace of one training step of a built-in tiny model or a checkpoint (``Trace.error`` says
+    what stopped it, if anything); ValueError naming the flag on bad input."""
     model, batch, meta = build(family, text, checkpoint)
+    return trace_step(model, meta["family"], batch, meta, limits)
+
+
+def trace_step(model, family: str, batch: dict, meta: dict | None = None, limits: Limits = Limits()):
+    """The Trace of one training step of ``model`` on ``batch`` (the keys run_step reads); ``meta``
+    (tokens, vocab, text, task) is what the page shows about the input."""
     with trace(model, limits=limits) as t:
-        t.meta.update(meta)
+        t.meta.update(_describe(model, dict(meta or {}, family=family)))
         try:
-            t.meta["loss"] = run_step(model, meta["family"], batch, t)
+            t.meta["loss"] = run_step(model, family, batch, t)
         except Exception as e:                       # the trace so far is the point: keep it
             t.error = f"{type(e).__name__}: {e}"
     return t
@@ -78,7 +86,12 @@ def build(family: str | None, text: str | None, checkpoint) -> tuple:
     if family is not None and family not in FAMILIES:
         raise ValueError(f"--model: expected one of {', '.join(FAMILIES)}, got {family!r}")
     if checkpoint is not None:
-        model, tokenizer, family = _load(checkpoint, family)
+        model, tokenizer, family, task = _load(checkpoint, family)
+        if family == "seq2seq" and tokenizer is None:
+            if text is not None:
+                raise ValueError("--text: this seq2seq checkpoint was trained on token ids (its task "
+                                 f"{task!r}, no tokenizer); leave --text out")
+            return _seq2seq_task(model, task)
     else:
         family, tokenizer = family or "gpt", None
     if family == "vit":
@@ -101,6 +114,7 @@ def _check_text(text: str) -> None:
 
 
 def _load(checkpoint, family):
+    from ..training.checkpoint import load_checkpoint
     from ..training.load import FAMILIES as LOADABLE, load_model
     path = Path(checkpoint)
     path = path / "checkpoint.npz" if path.is_dir() else path
@@ -114,7 +128,8 @@ def _load(checkpoint, family):
     if found not in FAMILIES or (family is not None and family != found):
         expected = family or " / ".join(FAMILIES)
         raise ValueError(f"--checkpoint: expected a {expected} checkpoint, got family {found!r}")
-    return model.train(), tokenizer, found
+    task = load_checkpoint(str(path))[2].get("task", "reverse") if found == "seq2seq" else None
+    return model.train(), tokenizer, found, task
 
 
 def _encode(tokenizer, text: str, limit: int) -> list:
@@ -164,9 +179,6 @@ def _seq2seq(text, tokenizer, model):
         V = tokenizer.vocab_size + SPECIALS
         model = Seq2Seq(Seq2SeqConfig(vocab_size=V, block_size=MAX_TEXT + 2, **{**TINY, "n_layer": 1}), rng=0,
                         dtype=np.float64)
-    if tokenizer is None:
-        raise ValueError("--text: this seq2seq checkpoint was trained on token ids (no tokenizer); "
-                         "trace a text family, or the built-in seq2seq without --checkpoint")
     src = np.asarray([_encode(tokenizer, text, model.config.block_size - 1)], dtype=np.int64) + SPECIALS
     target = src[:, ::-1]                                                 # (1, S) the text reversed
     tgt_in = np.concatenate([np.full((1, 1), BOS), target[:, :-1]], axis=1)   # (1, S)
@@ -176,6 +188,17 @@ def _seq2seq(text, tokenizer, model):
             "source_tokens": chars, "tokens": ["<bos>"] + chars[::-1][:-1], "targets": chars[::-1],
             "vocab": ["<pad>", "<bos>", "<eos>"] + _pieces(tokenizer, range(tokenizer.vocab_size))}
     return model, {"src": src, "tgt_in": tgt_in, "targets": target}, _describe(model, meta)
+
+
+def _seq2seq_task(model, task: str):
+    """A seq2seq checkpoint trained on ids (copy / reverse / sort): one example of its task, public seed 0."""
+    L = model.config.block_size - 2
+    src, _, tgt_in, tgt_out = make_sequence_task(task, 1, (L, L), model.config.vocab_size, np.random.default_rng(0))
+    names = ["<pad>", "<bos>", "<eos>"] + [str(i) for i in range(SPECIALS, model.config.vocab_size)]
+    meta = {"family": "seq2seq", "task": f"{task} the source ids (teacher forcing)", "text": "",
+            "source_tokens": [names[i] for i in src[0]], "tokens": [names[i] for i in tgt_in[0]],
+            "targets": [names[i] for i in tgt_out[0]], "vocab": names}
+    return model, {"src": src, "tgt_in": tgt_in, "targets": tgt_out}, _describe(model, meta)
 
 
 def _vit(model):
