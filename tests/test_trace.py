@@ -163,7 +163,9 @@ def test_names_links_and_gradients_of_a_step():
         _module_step(model, ids, targets)
     qkv = next(s for s in t.steps if s.op == "linear_forward" and s.value("W").param.endswith("W_qkv"))
     assert qkv.scope == "blocks.0.attn.sublayer" and qkv.value("W").param == "blocks.0.attn.sublayer.W_qkv"
-    assert qkv.value("x").source == (qkv.index - 1, "y", True)               # the LayerNorm's output itself
+    assert qkv.value("x").source == (qkv.index - 1, "y", True, "")           # the LayerNorm's output itself
+    ln2 = next(s for s in t.steps if s.scope == "blocks.0.ffn.norm")
+    assert ln2.value("x").source[3] == "changed"                             # the residual sum, added in place
     assert qkv.call[0] == "layers/attention.py"
     back = t.steps[qkv.reversed_by]
     assert back.op == "linear_backward" and back.reverses == qkv.index
@@ -257,3 +259,16 @@ def test_bad_input_is_one_line_and_exit_2(argv, flag, capsys, tmp_path):
         code = e.code
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and err.startswith("error: ") and flag in err, err
+
+
+def test_a_speed_wing_twin_is_recorded_as_the_plain_routine_it_stands_for():
+    from minitransformer import fast
+    model, ids, targets = _gpt(1, 2)
+    with fast.enabled():
+        with trace(model) as t:
+            _module_step(model, ids, targets)
+    twins = [s for s in t.steps if s.twin]
+    assert twins and {s.op for s in twins} >= {"layernorm_forward", "attention_forward"}
+    assert all(s.routine.path.startswith("functional/") for s in t.steps)     # the plain form's file and equation
+    backwards = [s for s in t.top() if s.routine.direction == "backward"]
+    assert all(t.steps[s.reverses].op == s.op.replace("_backward", "_forward") for s in backwards)

@@ -167,21 +167,23 @@ def _first(result, step, status, entry, values=None) -> None:
     elif status == "error":
         result["message"] = f"Your trace stops at {where}: it raised {step.error}."
     else:
-        bad = [k for k, v in values.items() if v["differs"]]
-        inputs = [k.split("/", 1)[1] for k in bad if k.startswith("arg/")]
-        outputs = [k.split("/", 1)[1] for k in bad if k.startswith("result/")]
-        size = max((values[k]["maxdiff"] for k in bad if values[k]["maxdiff"] != "inf"), default=float("inf"))
-        if inputs:
-            caller = step.call[2] or step.call[0]
-            them = "input " + inputs[0] + " already differs" if len(inputs) == 1 else \
-                "inputs " + ", ".join(inputs) + " already differ"
-            result["message"] = (f"Your trace first departs from the reference at {where}: its {them} (by up to "
-                                 f"{size:.3g}) although every earlier result matched, so the code that prepared "
-                                 f"{'it' if len(inputs) == 1 else 'them'} ({caller}, before this call) changed "
-                                 f"{'it' if len(inputs) == 1 else 'them'}.")
-        else:
-            result["message"] = (f"Your trace first departs from the reference at {where}: its inputs match, its "
-                                 f"{', '.join(outputs)} differs by up to {size:.3g}; the difference starts in this routine.")
+        result["message"] = f"Your trace first departs from the reference at {where}: " + _why(step, values)
+
+
+def _why(step, values: dict) -> str:
+    """Which of the step's values differ, and so where the difference comes from."""
+    bad = [k for k, v in values.items() if v["differs"]]
+    inputs = [k.split("/", 1)[1] for k in bad if k.startswith("arg/")]
+    outputs = [k.split("/", 1)[1] for k in bad if k.startswith("result/")]
+    size = max((values[k]["maxdiff"] for k in bad if values[k]["maxdiff"] != "inf"), default=float("inf"))
+    if not inputs:
+        return (f"its inputs match, its {', '.join(outputs)} differs by up to {size:.3g}; the difference "
+                "starts in this routine.")
+    one = len(inputs) == 1
+    them = f"input {inputs[0]} already differs" if one else f"inputs {', '.join(inputs)} already differ"
+    pronoun = "it" if one else "them"
+    return (f"its {them} (by up to {size:.3g}) although every earlier result matched, so the code that "
+            f"prepared {pronoun} ({step.call[2] or step.call[0]}, before this call) changed {pronoun}.")
 
 
 def _all_same(t, reference, result) -> str:

@@ -27,7 +27,8 @@
     const a = Math.abs(x);
     if (a === 0) return "0";
     if (a >= 1e4 || a < 1e-3) return x.toExponential(2).replace("e", "e");
-    return x.toPrecision(3).replace(/\.?0+$/, "") || "0";
+    const s = x.toPrecision(3);
+    return s.includes(".") ? s.replace(/0+$/, "").replace(/\.$/, "") : s;
   }
   function shape(s) { return "(" + (s || []).join(", ") + ((s || []).length === 1 ? ",)" : ")"); }
   function tokenText(t) { return t === " " ? "␣" : t === "\n" ? "↵" : t; }
@@ -176,9 +177,8 @@
     if (v.source) {
       const [i, name, same] = v.source, s = steps[i];
       if (name === "cache") return el("span", { class: "what" }, "the cache of ", stepLink(i, `step ${i + 1}`), ` (${s.op})`);
-      return el("span", { class: "what" }, same ? "= " : "from ", el("b", {}, name), " of ", stepLink(i), ` (${s.op})`,
-                same ? "" : (v.shape && sourceValue(v) && shape(sourceValue(v).shape) !== shape(v.shape) ? ", a view"
-                                                                                                        : ", changed since (a residual add, or a view)"));
+      const how = { view: ", a view of it", changed: ", changed in place since (a residual add)" }[v.source[3]] || "";
+      return el("span", { class: "what" }, same ? "= " : "from ", el("b", {}, name), " of ", stepLink(i), ` (${s.op})`, how);
     }
     if (v.grad_of) return el("span", { class: "what" }, "gradient of ", el("b", {}, v.grad_of[1]), " of ", stepLink(v.grad_of[0]));
     return null;
@@ -196,7 +196,11 @@
     const c = el("div", { class: "card" + (extra && extra.cls ? " " + extra.cls : "") });
     if (extra && extra.width > 270) c.style.maxWidth = (extra.width + 80) + "px";
     c.append(el("h3", {}, (extra && extra.title) || v.name, describe(v, step)));
-    if (v.kind === "array") {
+    if (v.kind === "array" && (v.shape || []).length === 0 && v.stats && v.stats.min !== undefined) {
+      c.append(el("div", { class: "meta" }, `a number, ${v.dtype}`), el("div", { class: "number" }, fmt(v.stats.min)));
+    } else if (v.kind === "array" && v.ints) {
+      c.append(el("div", { class: "meta" }, `${shape(v.shape)} ${v.dtype}`), idStrip(v, step));
+    } else if (v.kind === "array") {
       c.append(...[el("div", { class: "meta" }, `${shape(v.shape)} ${v.dtype || ""}`), stats(v), preview(v, step, key, extra)]
         .filter(Boolean));
     } else if (v.kind === "number") {
@@ -217,6 +221,16 @@
     }
     if (extra && extra.after) c.append(extra.after);
     return c;
+  }
+
+  function idStrip(v, step) {                // token ids (or targets) one by one, the token above its id
+    const n = v.ints.length, src = meta.source_tokens, sc = step.scope || "";
+    let labels = null;
+    if (v.name === "targets" && meta.targets && meta.targets.length === n) labels = meta.targets;
+    else if (src && src.length === n && (sc.startsWith("encoder.") || v.name === "src")) labels = src;
+    else if (meta.tokens && meta.tokens.length === n) labels = meta.tokens;
+    return el("div", { class: "ids" }, v.ints.map((id, k) => el("span", { title: labels ? `“${labels[k]}” = ${id}` : String(id) },
+      el("b", {}, labels ? tokenText(labels[k]) || "·" : "·"), el("i", {}, id === -100 ? "—" : String(id)))));
   }
 
   // ---------------------------------------------------------------- homework: yours beside the reference
@@ -414,7 +428,7 @@
         meta.source_tokens ? [el("b", {}, "source "), meta.source_tokens.map(t => el("span", {}, tokenText(t))), el("b", {}, "  decoder input ")] : [],
         meta.tokens.map(t => el("span", { class: masked(t) ? "masked" : null }, tokenText(t)))));
     }
-    if (meta.error) {
+    if (meta.error && !cmp) {                  // in a homework copy the comparison's banner says it
       const at = steps.findIndex(s => s.error);
       h.append(el("div", { class: "banner bad" }, `The step stopped: ${meta.error}`, at >= 0 ? el("button", { on: { click: () => go(at) } }, `go to step ${at + 1}`) : null));
     }
@@ -435,7 +449,8 @@
     bar = timeline();
     nav = el("nav", {}, prev, next, swap, count,
              el("span", { class: "keys" }, el("kbd", {}, "←"), " ", el("kbd", {}, "→"), " step · ", el("kbd", {}, "r"),
-                " forward ⇄ backward · hover a cell for its value"), bar);
+                " forward ⇄ backward · hover a cell for its value · below: every step, ",
+                el("span", { class: "swatch f" }), " forward ", el("span", { class: "swatch b" }), " backward, pale: helpers"), bar);
     aside = el("aside", {}, el("h2", {}, "the model"), outline());
     main = el("main", { tabindex: "-1" });
     code = el("section", { class: "code" });

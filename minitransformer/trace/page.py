@@ -37,6 +37,7 @@ HERE = Path(__file__).resolve().parent
 MAX_VALUES = 600_000               # preview entries over the whole page (float16: about 1.6 MB of text)
 CROPS = ((48, 64, 4096), (32, 32, 2048), (16, 16, 512), (8, 8, 64), (4, 4, 16))   # rows, cols, per array
 SITE_CONTEXT = 3                   # lines shown around a call site, each side
+MAX_IDS = 256                      # an integer array this small (token ids, targets) is listed, id by id
 
 
 def write_page(t, path, *, compare: dict | None = None, max_values: int = MAX_VALUES) -> int:
@@ -223,6 +224,8 @@ def value_data(v, crop=CROPS[0], embed: bool = True) -> dict:
         out["fields"] = [value_data(f, crop, embed=not (f.source and f.source[2])) for f in v.fields]
     if v.slices and embed:
         out["slices"] = _slices(v.slices, crop)
+    if v.dtype[:3] in ("int", "uin") and v.slices and embed and v.slices[0][1].size <= MAX_IDS:
+        out["ints"] = [int(i) for i in v.slices[0][1].ravel()]            # ids, exactly (float16 is not)
     return out
 
 

@@ -180,7 +180,7 @@ class _Recorder:
         value = summarize(name, obj, self.limits)
         if is_cache(obj) and id(obj) in self.caches:
             step.reverses = self.caches[id(obj)][0]
-            value.source = (step.reverses, "cache", True)
+            value.source = (step.reverses, "cache", True, "")
         elif is_array(obj):
             value.param = self._param(obj)
             value.label = value.param
@@ -207,11 +207,13 @@ class _Recorder:
         return ""
 
     def _source(self, obj, stats: dict):
+        """(step, name, same, how) of the earlier result ``obj`` is: the very array (same, how ""),
+        a view of it ("view"), or the array since changed in place ("changed", a residual's +=)."""
         for key, view in ((id(obj), False), (id(getattr(obj, "base", None)), True)):
             if key in self.sources:
                 index, name, was, _ = self.sources[key]
                 same = not view and was == stats
-                return (index, name, same)
+                return (index, name, same, "" if same else "view" if view else "changed")
         return None
 
     def _scope(self, frame, step: Step) -> str:
@@ -247,7 +249,8 @@ class _Recorder:
             if is_cache(obj):
                 self.caches[id(obj)] = (step.index, obj)
             elif is_array(obj):
-                self.sources[id(obj)] = (step.index, name, value.stats, obj)
+                stats = value.stats if value.kind != "same" else step.value(value.text).stats   # the argument itself
+                self.sources[id(obj)] = (step.index, name, stats, obj)
                 if getattr(obj, "base", None) is not None:           # its views find it through the owner
                     self.sources[id(obj.base)] = (step.index, name, None, obj.base)
         if step.reverses is not None:

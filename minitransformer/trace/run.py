@@ -60,24 +60,23 @@ def trace_step(model, family: str, batch: dict, meta: dict | None = None, limits
     return t
 
 
-def run_step(model, family: str, batch: dict, t=None) -> float:
-    """Forward, cross-entropy, backward; returns the loss. ``t`` (a Trace) names the loss steps."""
-    inputs = {"gpt": ("x",), "encoder": ("x",), "seq2seq": ("src", "tgt_in"), "vit": ("images",)}[family]
-    logits = model.forward(*(batch[k] for k in inputs), **({"head": "mlm"} if family == "encoder" else {}))
-    named = t.named("loss") if t is not None else _Nothing()
-    with named:
-        loss, cache = cross_entropy_forward(logits, batch["targets"])
-        dlogits = cross_entropy_backward(1.0, cache)
-    model.backward(dlogits)
+def run_step(model, family: str, batch: dict, t) -> float:
+    """Forward, cross-entropy, backward (the lines the page shows as the loss's call site); returns
+    the loss. ``t``: the Trace being recorded, which names the loss's steps "loss"."""
+    logits = _forward(model, family, batch)                            # (B, T, V), or (B, K) for vit
+    with t.named("loss"):
+        loss, cache = cross_entropy_forward(logits, batch["targets"])   # L, the mean over the targets
+        dlogits = cross_entropy_backward(1.0, cache)                    # dL/dlogits, with dL = 1
+    model.backward(dlogits)                                             # every parameter's gradient
     return float(loss)
 
 
-class _Nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
+def _forward(model, family: str, batch: dict):
+    if family == "seq2seq":
+        return model.forward(batch["src"], batch["tgt_in"])
+    if family == "encoder":
+        return model.forward(batch["x"], head="mlm")
+    return model.forward(batch["images"] if family == "vit" else batch["x"])
 
 
 # ------------------------------------------------------------------ the model and the batch

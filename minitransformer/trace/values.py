@@ -42,7 +42,7 @@ class Value:
     array: object = None            # the full array (float64 copy), when Limits.keep
     label: str = ""                 # what it is in the model: "blocks.0.attn.sublayer.W_qkv", "step 3 y"
     param: str = ""                 # the parameter it is (dotted name, "ᵀ" for a transposed view), or ""
-    source: tuple | None = None     # (step, result name) of the earlier result it is, or None
+    source: tuple | None = None     # (step, result name, the same array?, "" / "view" / "changed"), or None
     grad_of: tuple | None = None    # backward: (forward step, name there) of the value this is the gradient of
 
 
