@@ -125,6 +125,8 @@ def _step(step, entry, reference, limits) -> tuple:
             status = "differs"
             continue
         info = _difference(v.array, ref, name, limits)
+        if source is not None and info["differs"] and v.source and list(v.source) != source:
+            info["passed"] = [list(v.source[:2]), source[:2]]      # yours is (step, name), the reference's
         values[f"{role}/{name}"] = info
         status = "differs" if info["differs"] else status
     if step.error:
@@ -182,8 +184,11 @@ def _why(step, values: dict) -> str:
     one = len(inputs) == 1
     them = f"input {inputs[0]} already differs" if one else f"inputs {', '.join(inputs)} already differ"
     pronoun = "it" if one else "them"
+    swaps = [f"{name} is {p[0][1]} of step {p[0][0] + 1} where the reference passes {p[1][1]} of step {p[1][0] + 1}"
+             for name, p in ((k, values[f"arg/{k}"].get("passed")) for k in inputs) if p]
     return (f"its {them} (by up to {size:.3g}) although every earlier result matched, so the code that "
-            f"prepared {pronoun} ({step.call[2] or step.call[0]}, before this call) changed {pronoun}.")
+            f"prepared {pronoun} ({step.call[2] or step.call[0]}, before this call) changed {pronoun}"
+            + (": " + "; ".join(swaps) if swaps else "") + ".")
 
 
 def _all_same(t, reference, result) -> str:

@@ -263,7 +263,8 @@
   }
   function forwardValues(step, i) {
     const data = v => v.kind === "array" || v.kind === "parts";
-    const inputs = step.args.filter(v => data(v) && !v.param), params = step.args.filter(v => v.param);
+    const inputs = step.args.flatMap(v => v.kind === "parts" ? v.fields : [v]).filter(v => data(v) && !v.param);
+    const params = step.args.filter(v => v.param);
     const outputs = step.results.filter(v => v.kind !== "cache"), caches = step.results.filter(v => v.kind === "cache");
     const maps = caches.flatMap(c => (c.fields || []).filter(f => f.name === "probs" && f.kind === "array"));
     const out = maps.length ? [el("div", { class: "section" }, "the attention map P, row i: where query i looks (from the cache)"),
