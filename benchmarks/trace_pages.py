@@ -7,7 +7,7 @@
 Each command runs in a fresh process (the time a user waits: start, import, trace,
 page), the families taken in turn within each repeat, so a machine shared with other
 work slows them all alike. Prints one JSON line per page: family, source, steps,
-bytes, the median and the spread (min, max) of the wall seconds.
+bytes, the median and the spread (min, max) of the wall seconds, and the machine.
 """
 from __future__ import annotations
 
@@ -20,6 +20,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from train_step import machine  # noqa: E402
 
 FAMILIES = ("gpt", "encoder", "seq2seq", "vit")
 
@@ -55,7 +58,7 @@ def main(argv=None) -> int:
         s = seconds[i]
         print(json.dumps({"family": family, "source": source, "steps": found[i][0], "bytes": found[i][1],
                           "seconds_median": round(statistics.median(s), 2), "seconds_min": round(min(s), 2),
-                          "seconds_max": round(max(s), 2), "repeats": len(s)}))
+                          "seconds_max": round(max(s), 2), "repeats": len(s), "machine": machine()}))
     return 0
 
 

@@ -272,3 +272,13 @@ def test_a_speed_wing_twin_is_recorded_as_the_plain_routine_it_stands_for():
     assert all(s.routine.path.startswith("functional/") for s in t.steps)     # the plain form's file and equation
     backwards = [s for s in t.top() if s.routine.direction == "backward"]
     assert all(t.steps[s.reverses].op == s.op.replace("_backward", "_forward") for s in backwards)
+
+
+def test_the_python_entrances_name_a_bad_argument():
+    model, ids, targets = _gpt(1, 1)
+    with pytest.raises(TypeError, match="model: expected a Module"):
+        with trace("gpt"):
+            pass
+    with pytest.raises(ValueError, match="family"):
+        from minitransformer.trace import trace_step
+        trace_step(model, "bert", {"x": ids, "targets": targets})

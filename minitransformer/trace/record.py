@@ -88,6 +88,8 @@ class Trace:
 def trace(model=None, *, limits: Limits = Limits()):
     """Record every functional call made in the block; ``model`` (any Module, or a dict of named
     parameter arrays such as gpt_reference's ``p``) names the parameters and the scopes."""
+    if model is not None and not isinstance(model, dict) and not callable(getattr(model, "parameters", None)):
+        raise TypeError(f"model: expected a Module, a dict of named arrays or None, got {type(model).__name__}")
     recorder = _Recorder(model, limits)
     previous = sys.gettrace()
     recorder.chained = previous

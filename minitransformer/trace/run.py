@@ -27,8 +27,9 @@ import numpy as np
 from ..functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from ..models import GPT, Encoder, EncoderConfig, GPTConfig, Seq2Seq, Seq2SeqConfig, ViT, ViTConfig
 from ..tokenizers import CharTokenizer
-from ..training.data import BOS, PAD, make_sequence_task
+from ..training.data import BOS, make_sequence_task
 from ..training.shapes import SHAPES, draw_shapes
+from ..validate import check_choice
 from .record import trace
 from .values import Limits
 
@@ -51,6 +52,7 @@ def traced_step(family: str | None = None, text: str | None = None, checkpoint=N
 def trace_step(model, family: str, batch: dict, meta: dict | None = None, limits: Limits = Limits()):
     """The Trace of one training step of ``model`` on ``batch`` (the keys run_step reads); ``meta``
     (tokens, vocab, text, task) is what the page shows about the input."""
+    check_choice("family", family, FAMILIES)
     with trace(model, limits=limits) as t:
         t.meta.update(_describe(model, dict(meta or {}, family=family)))
         try:
@@ -181,7 +183,6 @@ def _seq2seq(text, tokenizer, model):
     src = np.asarray([_encode(tokenizer, text, model.config.block_size - 1)], dtype=np.int64) + SPECIALS
     target = src[:, ::-1]                                                 # (1, S) the text reversed
     tgt_in = np.concatenate([np.full((1, 1), BOS), target[:, :-1]], axis=1)   # (1, S)
-    assert PAD not in src
     chars = _pieces(tokenizer, src[0] - SPECIALS)
     meta = {"family": "seq2seq", "task": "write the text reversed (teacher forcing)", "text": text,
             "source_tokens": chars, "tokens": ["<bos>"] + chars[::-1][:-1], "targets": chars[::-1],
