@@ -64,13 +64,14 @@ def render(data: dict) -> str:
 # ------------------------------------------------------------------ the document
 def page_data(t, *, compare: dict | None = None, max_values: int = MAX_VALUES) -> dict:
     crop = crop_for(t, max_values)
-    routines, sites = {}, {}
+    routines, sites, coloured = {}, {}, {}         # coloured: a file's text -> its lines as HTML, once
     steps = []
     for step in t.steps:
-        routines.setdefault(step.op, _routine(step.routine))
+        if step.op not in routines:
+            routines[step.op] = _routine(step.routine, coloured)
         site = f"{step.call[0]}:{step.call[1]}"
         if site not in sites:
-            sites[site] = _site(step.call)
+            sites[site] = _site(step.call, coloured)
         steps.append(_step(step, site, crop))
     meta = {k: v for k, v in t.meta.items() if _json_safe(v)}
     meta.update(error=t.error, crop=list(crop[:2]) if crop != CROPS[0] else None)
@@ -122,19 +123,26 @@ def _count(value, crop) -> int:
 
 
 # ------------------------------------------------------------------ routines and call sites
-def _routine(routine) -> dict:
+def _highlighted(lines: list, coloured: dict) -> list:
+    text = "\n".join(lines)
+    if text not in coloured:
+        coloured[text] = highlight(text)
+    return coloured[text]
+
+
+def _routine(routine, coloured: dict) -> dict:
     lines = source_lines(routine.path)
-    body = _without_docstring(lines, routine)
+    body = _without_docstring(lines, routine, _highlighted(lines, coloured))
     return {"op": routine.op, "path": routine.path, "line": routine.line, "direction": routine.direction,
             "equation": [[mathml(segment) for segment in row] for row in routine.equation],
             "equation_text": [list(row) for row in routine.equation], "doc": routine.doc,
             "code": [[n, text] for n, text in body]}
 
 
-def _without_docstring(lines: list, routine) -> list:
+def _without_docstring(lines: list, routine, coloured: list) -> list:
     """(line number, HTML) of the routine: its docstring folded into one line, and the argument
-    checks that open its body (the design puts them first, never between math lines) into another."""
-    coloured = highlight("\n".join(lines))
+    checks that open its body (the design puts them first, never between math lines) into another.
+    ``coloured``: the file's lines as HTML."""
     doc_start, body = _body_start(lines, routine)
     checks = _checks_end(lines, body, routine.end_line)
     first_doc = routine.doc.splitlines()[0] if routine.doc else ""
@@ -187,16 +195,16 @@ def _continues(line: str, group: list) -> bool:
     return not re.match(r"\s*(\w[\w.\[\], ]*\s*[-+*/@]?=[^=]|return\b)", line) and line is not group[0]
 
 
-def _site(call: tuple) -> dict:
+def _site(call: tuple, coloured: dict) -> dict:
     where, line, function = call[:3]
     filename = call[3] if len(call) > 3 else str(PACKAGE / where)
     lines = [l.rstrip("\n") for l in linecache.getlines(filename)]
     if not lines or line < 1:
         return {"path": where, "line": line, "function": function, "lines": []}
     start = max(1, line - SITE_CONTEXT)
-    coloured = highlight("\n".join(lines))
+    html_lines = _highlighted(lines, coloured)
     return {"path": where, "line": line, "function": function,
-            "lines": [[n, coloured[n - 1]] for n in range(start, min(len(lines), line + SITE_CONTEXT) + 1)]}
+            "lines": [[n, html_lines[n - 1]] for n in range(start, min(len(lines), line + SITE_CONTEXT) + 1)]}
 
 
 # ------------------------------------------------------------------ steps and values
