@@ -75,20 +75,25 @@ def summarize(name: str, obj, limits: Limits, known: dict | None = None) -> Valu
 
 def _array(name: str, obj, limits: Limits) -> Value:
     a = to_numpy(obj)
-    numeric = a.astype(np.float64) if a.dtype.kind in "biuf" else None
     value = Value(name, "array", tuple(int(n) for n in a.shape), str(a.dtype))
-    if numeric is None:
+    if a.dtype.kind not in "biuf":
         value.text = f"{a.dtype} array"
         return value
-    value.stats = _stats(numeric)
-    value.slices = _slices(numeric, limits)
+    value.stats = _stats(a)
+    value.slices = _slices(a, limits)
     if limits.keep:
-        value.array = numeric.copy()
+        value.array = a.astype(np.float64)                                  # a copy, in float64
     return value
 
 
 def _stats(a: np.ndarray) -> dict:
-    """Over the finite entries; the others counted apart (a masked score is -inf by design)."""
+    """Over the finite entries; the others counted apart (a masked score is -inf by design).
+    An all-finite array (nearly all of them) is read in its own dtype, float64 accumulators."""
+    if a.size and (a.dtype.kind in "biu" or bool(np.isfinite(a).all())):
+        low, high = float(a.min()), float(a.max())
+        return {"min": low, "max": high, "mean": float(a.mean(dtype=np.float64)),
+                "std": float(a.std(dtype=np.float64)), "absmax": max(abs(low), abs(high))}
+    a = a.astype(np.float64)
     finite = a[np.isfinite(a)]
     counts = {"nan": int(np.isnan(a).sum()), "neginf": int(np.isneginf(a).sum()), "posinf": int(np.isposinf(a).sum())}
     counts = {k: n for k, n in counts.items() if n}
@@ -102,7 +107,7 @@ def _slices(a: np.ndarray, limits: Limits) -> list:
     """The first 2-D slices over the last two axes, each cropped, within limits.values entries.
     A last axis of 1 (a grey image's channel) is dropped first, so an image previews as an image."""
     if a.ndim == 0:
-        return [((), a.reshape(1, 1).copy())]
+        return [((), a.reshape(1, 1).astype(np.float64))]
     if a.ndim >= 3 and a.shape[-1] == 1:
         a = a[..., 0]
     grid = a.reshape((1,) + a.shape) if a.ndim == 1 else a                      # (..., rows, cols)
@@ -114,7 +119,7 @@ def _slices(a: np.ndarray, limits: Limits) -> list:
     for index in itertools.product(*(range(n) for n in lead)):
         if found and kept + rows * cols > limits.values:
             break
-        found.append((index, grid[index][:rows, :cols].copy()))              # (rows, cols)
+        found.append((index, grid[index][:rows, :cols].astype(np.float64)))  # (rows, cols), a copy
         kept += rows * cols
     return found
 
