@@ -195,6 +195,7 @@
   function card(v, step, key, extra) {
     const c = el("div", { class: "card" + (extra && extra.cls ? " " + extra.cls : "") });
     if (extra && extra.width > 270) c.style.maxWidth = (extra.width + 80) + "px";
+    if (extra && extra.width <= 200) { c.style.maxWidth = (extra.width + 30) + "px"; c.style.minWidth = "0"; }
     c.append(el("h3", {}, (extra && extra.title) || v.name, describe(v, step)));
     if (v.kind === "array" && (v.shape || []).length === 0 && v.stats && v.stats.min !== undefined) {
       c.append(el("div", { class: "meta" }, `a number, ${v.dtype}`), el("div", { class: "number" }, fmt(v.stats.min)));
@@ -241,11 +242,11 @@
     const line = el("div", { class: "diff " + (bad ? "bad" : "ok") },
                     bad ? `differs from the reference: max |yours − ref| = ${fmt(info.maxdiff)}` : "matches the reference");
     if (!bad || !info.ref) return { line, parts: [] };
-    const refCard = card(info.ref, step, `ref/${i}/${role}/${v.name}`, { cls: "ref", title: v.name + " (reference)", width: 240 });
+    const refCard = card(info.ref, step, `ref/${i}/${role}/${v.name}`, { cls: "ref", title: v.name + " (reference)", width: 180 });
     const parts = [refCard];
     if (bad && info.diff) {
       const dv = { name: "yours − reference", kind: "array", shape: v.shape, slices: info.diff };
-      parts.push(card(dv, step, `diff/${i}/${role}/${v.name}`, { cls: "ref", title: "yours − reference", width: 240 }));
+      parts.push(card(dv, step, `diff/${i}/${role}/${v.name}`, { cls: "ref", title: "yours − reference", width: 180 }));
     }
     return { line, parts };
   }
@@ -254,7 +255,8 @@
   function valueBlock(v, step, i, role) {
     const key = `${i}/${role}/${v.name}`, c = compared(step, v, i, role);
     const opts = Object.assign(role === "result" && step.phase === "backward" || v.grad_of ? { width: 240 } : {},
-                               c ? { after: c.line, title: v.name + (cmp ? " (yours)" : "") } : {});
+                               c ? { after: c.line, title: v.name + (cmp ? " (yours)" : "") } : {},
+                               c && c.parts.length ? { width: 180 } : {});
     const own = card(v, step, key, opts);
     return c && c.parts.length ? el("div", { class: "pair bad" }, own, ...c.parts) : own;
   }
@@ -285,9 +287,13 @@
     const pairs = [...step.args.filter(v => v.grad_of), ...step.results];
     out.push(el("div", { class: "section" }, fwd ? `each gradient beside the forward value of step ${step.reverses + 1} (${fwd.op})`
                                                  : "gradients"));
-    for (const v of pairs) {
-      const role = step.args.includes(v) ? "arg" : "result";
-      const g = valueBlock(v, step, i, role);
+    const blocks = pairs.map(v => [v, valueBlock(v, step, i, step.args.includes(v) ? "arg" : "result")]);
+    blocks.sort((a, b) => b[1].classList.contains("bad") - a[1].classList.contains("bad"));   // a difference first
+    for (const [v, g] of blocks) {
+      if (g.classList.contains("bad")) {       // homework: yours, the reference's and the difference, in one row
+        out.push(el("div", { class: "pair bad" }, nodes(g).map(markGrad)));
+        continue;
+      }
       if (v.grad_of && fwd) {
         const f = fwd.args.concat(fwd.results).find(x => x.name === v.grad_of[1]);
         const shown = f && f.kind === "same" ? fwd.args.find(a => a.name === f.text) : f;
