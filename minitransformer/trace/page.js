@@ -390,7 +390,8 @@
       const leaf = parts.length ? parts[parts.length - 1] : "";
       const row = el("div", { class: "row" + (s.dir === "helper" ? " helper" : ""), style: `padding-left:${10 + 10 * Math.max(0, parts.length - 1)}px`,
                               on: { click: () => go(i) } },
-        el("span", { class: "op", title: `${s.scope} ${s.op}` }, (leaf ? leaf + " · " : "") + s.op.replace(/_forward$/, "")),
+        el("span", { class: "op", title: `${s.scope} ${s.op}` },      // "sublayer" says nothing the group does not
+           (leaf && leaf !== "sublayer" ? leaf + " · " : "") + s.op.replace(/_forward$/, "")),
         yours(i) || (s.reversed_by !== null && yours(s.reversed_by)) ? el("span", { class: "mine", title: "your code" }, "●") : null,
         el("span", { class: "pill f" }, String(i + 1)),
         s.reversed_by !== null ? el("span", { class: "pill b", on: { click: ev => { ev.stopPropagation(); go(s.reversed_by); } } },
