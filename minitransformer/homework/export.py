@@ -26,7 +26,6 @@ from pathlib import Path
 from .assignments import EQUIVALENTS, select
 from .expected import in_student_copy
 from .expected import write as write_expected
-from ..trace.compare import write_reference as write_reference_trace
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -127,7 +126,8 @@ def export(ids, out, *, with_solutions: bool = False, package_dir: Path = PACKAG
         _stub_all(dest, targets)
         if expectations and not in_student_copy(package_dir):
             write_expected(dest, [a.id for a in assignments])
-            write_reference_trace(dest, assignments)
+            from ..trace.compare import write_reference        # the reference trace's numbers (docs/trace.md)
+            write_reference(dest, assignments)
     (out / "HOMEWORK.md").write_text(handout(assignments, package_dir), encoding="utf-8")
     for a in assignments:
         (out / f"starter_{a.id}.py").write_text(starter(a, package_dir), encoding="utf-8")
