@@ -129,6 +129,38 @@ print(f"loss: modules {float(loss_modules):.12f}, one screen {float(loss_ref):.1
 assert abs(float(loss_modules) - float(loss_ref)) < 1e-12 and worst < 1e-10
 
 # %% [markdown]
+# ### The same step, operation by operation, in a browser
+#
+# `minitransformer.trace` records every functional call of one training step (the forward,
+# the loss, the backward) with its numbers, and `write_page` turns the record into one HTML
+# file to step through with the arrow keys: per operation the equation of its docstring, the
+# line that called it and the routine's code, the values as heatmaps (the attention maps with
+# the characters on both axes), and in the backward each gradient beside the forward value it
+# belongs to. The forward is the order of `gpt_reference.py`'s lines; the backward runs it in
+# reverse, each backward linked to the forward it reverses. From the command line:
+# `python -m minitransformer trace --out trace.html` (a tiny GPT; `--checkpoint runs/gpt` for
+# the model `train` wrote, `--model encoder|seq2seq|vit` for the other families).
+
+# %%
+from minitransformer.trace import trace_step, write_page
+
+x1, y1 = xs[:1], ys[:1]                                    # one window of 16 characters
+small_model.zero_grad()
+t = trace_step(small_model, "gpt", {"x": x1, "targets": y1},
+               {"tokens": list(tokenizer.decode(x1[0])), "task": "predict the next character",
+                "vocab": [tokenizer.decode([i]) for i in range(V)]})
+page = OUT / "07_trace.html"
+size = write_page(t, page)
+forwards = [s for s in t.top() if s.routine.direction == "forward"]
+backwards = [s for s in t.top() if s.routine.direction == "backward"]
+print(f"{len(t.steps)} steps ({len(forwards)} forward routines, {len(backwards)} backward), "
+      f"{size / 1e6:.2f} MB: open {page} in a browser")
+print("forward: ", " → ".join(s.op.replace("_forward", "") for s in forwards[:8]), "...")
+print("backward:", " → ".join(s.op.replace("_backward", "") for s in backwards[:8]), "...")
+assert [s.reverses for s in backwards] == [s.index for s in forwards][::-1]   # exactly the reverse order
+assert abs(t.meta["loss"] - float(cross_entropy_forward(small_model.forward(x1), y1)[0])) < 1e-12
+
+# %% [markdown]
 # ## 3. Training
 #
 # `train` runs the loop of `minitransformer/training/loop.py`: a random batch of windows,
