@@ -7,8 +7,10 @@ honest submission. The grader comes from each ``--roots`` folder (a checkout, or
 unpacked with ``git archive``), run as ``python -m minitransformer`` with that folder on
 PYTHONPATH, so two versions are timed alternately on the same machine (ABAB: the rounds
 interleave the roots). The seed is a 128-bit secret in a file, as both versions read it.
-Prints JSON: per root, each round's wall-clock seconds and how many submissions got full
-marks, the median, and the machine. Progress goes to stderr.
+Prints JSON: per root, each round's wall-clock seconds, the CPU seconds of every process it
+ran (which a shared machine's load moves much less: on J quiet cores the wall clock is about
+CPU / J), how many submissions got full marks, the medians, and the machine. Progress goes
+to stderr.
 
     python benchmarks/grade_class.py --students 200 --jobs 2 --roots /tmp/base . --rounds 2
 """
@@ -18,6 +20,7 @@ import argparse
 import csv
 import json
 import os
+import resource
 import secrets
 import shutil
 import statistics
@@ -55,14 +58,15 @@ def grade(root: Path, subs: Path, out: Path, seed_file: Path, jobs: int) -> dict
     env = dict(os.environ, PYTHONPATH=str(root), OPENBLAS_NUM_THREADS="1")
     argv = [sys.executable, "-m", "minitransformer", "homework", "check-class", str(subs), "--out", str(out),
             "--jobs", str(jobs), "--seed-file", str(seed_file)]
-    start = time.perf_counter()
+    start, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(argv, env=env, cwd=out.parent, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
+    seconds, after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)   # every process it ran
     if done.returncode != 0:
         raise SystemExit(f"check-class with {root} failed:\n{done.stderr[-2000:]}")
     rows = list(csv.DictReader((out / "gradebook.csv").read_text().splitlines()))
     full = sum(1 for r in rows if r["total"] not in ("not graded", "") and float(r["total"]) == 95)
-    return {"seconds": round(seconds, 1), "full_marks": full, "students": len(rows)}
+    return {"seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1), "full_marks": full, "students": len(rows)}
 
 
 def main(argv=None) -> None:
@@ -87,6 +91,8 @@ def main(argv=None) -> None:
         print(json.dumps({"students": args.students, "jobs": args.jobs, "rounds": args.rounds,
                           "runs": {root: {"seconds": [r["seconds"] for r in rs],
                                           "median_s": statistics.median(r["seconds"] for r in rs),
+                                          "cpu_seconds": [r["cpu_seconds"] for r in rs],
+                                          "median_cpu_s": statistics.median(r["cpu_seconds"] for r in rs),
                                           "full_marks": [r["full_marks"] for r in rs]} for root, rs in runs.items()},
                           "load_average": os.getloadavg(), "machine": machine()}, indent=1))
     finally:

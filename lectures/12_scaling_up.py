@@ -111,7 +111,7 @@ assert dropped.any() and np.array_equal(residual_out[dropped], x[dropped]) and n
 # ### The load-balancing loss
 #
 # Left alone, a router sends most tokens to a few experts (the others then never learn).
-# Switch Transformer adds, with a small weight α (0.01 there),
+# Switch Transformer adds, with a small weight α ($\alpha = 0.01$ there),
 #
 # $$\text{aux} = E \sum_i f_i P_i,\qquad f_i = \text{the fraction of assignments to expert } i,\quad
 #   P_i = \text{the mean router probability of } i,$$

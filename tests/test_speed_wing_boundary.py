@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "minitransformer"
-CORE = ("functional", "layers", "models", "optim", "training", "generation", "homework", "gradcheck",
+CORE = ("functional", "layers", "models", "optim", "training", "generation", "homework", "gradcheck", "trace",
         "tokenizers", "pretrained", "plots", "metrics")
 
 

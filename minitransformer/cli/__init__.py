@@ -7,6 +7,7 @@
     embed       sentence embeddings from a pretrained BERT-family checkpoint
     homework    list, export and grade the homework
     lectures    copy the lectures out of the package (--out DIR), or list them
+    trace       one training step, op by op, forward and backward, as an HTML page
 
 One module per command, each with ``add_<command>_arguments(parser)`` and
 ``run_<command>(args) -> exit code``; no command module imports another.
@@ -34,6 +35,7 @@ COMMANDS = (
     ("embed", "sentence embeddings from a BERT checkpoint"),
     ("homework", "list, export (stubbed copies) and grade (check) the homework"),
     ("lectures", "copy the lectures into a folder, runnable there (--out DIR), or list them"),
+    ("trace", "one training step, op by op, as a page to step through in a browser"),
 )
 
 

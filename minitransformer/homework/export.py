@@ -174,6 +174,8 @@ def export(ids, out, *, with_solutions: bool = False, package_dir: Path = PACKAG
         if expectations and not in_student_copy(package_dir):
             from .reference import write_expected            # the trusted side computes the numbers
             write_expected(dest, [a.id for a in assignments])
+            from ..trace.compare import write_reference        # the reference trace's numbers (docs/trace.md)
+            write_reference(dest, assignments)
         write_marker(dest, [a.id for a in assignments])
     (out / "HOMEWORK.md").write_text(handout(assignments, package_dir), encoding="utf-8")
     for a in assignments:

@@ -15,15 +15,18 @@ multiply and an add per weight), so a token's forward pass through N multiplied 
 costs 2N; attention adds the scores Q Kᵀ and the sum P V, 2 · 2 · T · C per layer for a
 token that sees T others (C = H · D), of which Kaplan et al. count the causal half:
 
-    forward   ≈ 2 N + 2 · n_layer · T · C            (Kaplan's C_forward, with n_ctx = T)
+    forward   ≈ 2 N + 2 · n_layer · T · C            (the form of Kaplan's C_forward, with n_ctx = T)
     training  ≈ 3 × forward ≈ 6 N + ...               (the backward costs two forwards:
                                                       one product for the input's gradient, one for the weight's)
 
 N here counts the weights that take part in a product: every parameter except the lookup
 tables (learned positions; the token embedding unless it is tied to the output matrix, which
-multiplies). Norms, biases and the softmax are a few FLOPs a number, left out as in the paper.
-In a mixture of experts (ffn="moe") a token multiplies by the router and its k experts only:
-N is then ``active_parameters``, the parameters per token, far fewer than the total.
+multiplies). Kaplan et al.'s N is smaller: the blocks' weights only (12 · n_layer · C² for
+d_ff = 4C), without the output matrix, the biases and the norms; the same formula with their
+N gives a lower count (lecture 11 computes both for GPT-2 small). The softmax and the norms'
+own arithmetic are a few FLOPs a number, left out as in the paper. In a mixture of experts
+(ffn="moe") a token multiplies by the router and its k experts only: N is then
+``active_parameters``, the parameters per token, far fewer than the total.
 """
 from __future__ import annotations
 
