@@ -1,9 +1,9 @@
 """How long a class takes to grade: N submissions, every assignment, `homework check-class --jobs J`.
 
 Each submission is the files of a solutions copy that hold the assignments' targets
-(``export all --with-solutions``, then only the files a student hands in): a student who did
-everything right, so every case and example runs, with its numerical check, the slowest
-honest submission. The grader comes from each ``--roots`` folder (a checkout, or a tree
+(``export all --with-solutions``, then only the files a student hands in; ``--whole``: the
+whole copy): a student who did everything right, so every case and example runs, with its
+numerical check, the slowest honest submission. The grader comes from each ``--roots`` folder (a checkout, or a tree
 unpacked with ``git archive``), run as ``python -m minitransformer`` with that folder on
 PYTHONPATH, so two versions are timed alternately on the same machine (ABAB: the rounds
 interleave the roots). The seed is a 128-bit secret in a file, as both versions read it.
@@ -38,11 +38,14 @@ from minitransformer.homework.assignments import ASSIGNMENTS  # noqa: E402
 from minitransformer.homework.export import export  # noqa: E402
 
 
-def submissions(folder: Path, students: int) -> Path:
-    """``students`` folders, each holding the target files of a solutions copy (hard links)."""
+def submissions(folder: Path, students: int, whole: bool = False) -> Path:
+    """``students`` folders, each holding the target files of a solutions copy, or with ``whole`` the
+    whole copy (hard links)."""
     solutions = folder / "solutions"
     export(["all"], solutions, with_solutions=True)
     files = sorted({f"minitransformer/{t.module.replace('.', '/')}.py" for a in ASSIGNMENTS for t in a.targets})
+    if whole:
+        files = sorted(p.relative_to(solutions).as_posix() for p in solutions.rglob("*") if p.is_file())
     root = folder / "class"
     for i in range(students):
         for rel in files:
@@ -74,12 +77,13 @@ def main(argv=None) -> None:
     p.add_argument("--students", type=int, default=200)
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--rounds", type=int, default=2, help="rounds over the roots, alternating (ABAB)")
+    p.add_argument("--whole", action="store_true", help="hand in the whole solutions copy, not only the target files")
     p.add_argument("--roots", nargs="+", default=[os.path.dirname(HERE)],
                    help="folders holding a minitransformer/ to grade with (default: this checkout)")
     args = p.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="mt-class-"))
     try:
-        subs = submissions(work, args.students)
+        subs = submissions(work, args.students, args.whole)
         seed_file = work / "seed.json"
         seed_file.write_text(json.dumps({"seed": secrets.randbits(128)}))
         runs: dict = {str(Path(r).resolve()): [] for r in args.roots}
@@ -88,7 +92,7 @@ def main(argv=None) -> None:
                 result = grade(Path(root), subs, work / "gradebook", seed_file, args.jobs)
                 print(f"round {n + 1}, {root}: {result}", file=sys.stderr, flush=True)
                 runs[root].append(result)
-        print(json.dumps({"students": args.students, "jobs": args.jobs, "rounds": args.rounds,
+        print(json.dumps({"students": args.students, "jobs": args.jobs, "rounds": args.rounds, "whole": args.whole,
                           "runs": {root: {"seconds": [r["seconds"] for r in rs],
                                           "median_s": statistics.median(r["seconds"] for r in rs),
                                           "cpu_seconds": [r["cpu_seconds"] for r in rs],
