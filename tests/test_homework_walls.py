@@ -176,6 +176,24 @@ def test_a_body_asking_the_grader_for_a_graded_target_is_refused(tmp_path):
         "attention_forward is graded in attention" in attention["message"], attention["message"]
 
 
+def test_a_needed_call_too_large_is_refused_before_the_grader_computes_it(tmp_path):
+    """The grader computes a needed function on whatever the student's code passes it: the arrays are
+    bounded first (an attention's softmax over 1,000 keys would make the parent allocate for it)."""
+    big = """
+    import numpy as np
+    from minitransformer.functional.softmax import softmax_forward
+    try:
+        softmax_forward(np.zeros((1, 1, 4, 1000)))
+    except ValueError as e:
+        raise RuntimeError("refused: " + str(e))
+    raise NotImplementedError
+    """
+    sub = files(tmp_path / "s", {"attention.py": body("attention_forward", ATTENTION, big)})
+    attention = honest(sub, ("attention",), limits=FAST)["attention"]
+    assert attention["score"] == 0 and "refused: softmax_forward (answered by the grader, not your code): an " \
+        "array of shape (1, 1, 4, 1000) (at most 128 along an axis)" in attention["message"], attention["message"]
+
+
 # ------------------------------------------------------------------ row 3: replaying the drawers
 def test_the_drawers_cannot_be_replayed_to_find_the_seed(tmp_path):
     """linear replayed the copy's drawers from seed 0 up and found the secret 8613 in 0.4 s; the

@@ -27,8 +27,9 @@ from .graded import resolve
 from .wire import Whole
 
 # What one needed call may carry: entries of one array, along one axis, of all its arrays. The
-# graded cases stay far below; the bounds keep a call's answer (attention's B·H·T·S scores) small.
-LARGEST = (1 << 16, 512, 1 << 20)
+# graded cases stay far below (no axis above 24); the bounds keep what the answer computes small
+# too: attention's scores B·H·T·S stay under 2^14 · 128 entries (16 MB in float64).
+LARGEST = (1 << 14, 128, 1 << 18)
 
 
 class Answers:
