@@ -88,11 +88,13 @@ def can_switch_user() -> str:
     return ""
 
 
-def open_folder() -> Path:
-    """A fresh folder every user may work in (pytest's tmp_path is the owner's only)."""
+@pytest.fixture()
+def shared():
+    """A fresh folder every user may work in (pytest's tmp_path is the owner's only), removed after."""
     folder = Path(tempfile.mkdtemp(prefix="mt-walls-"))
     os.chmod(folder, 0o777)
-    return folder
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def as_user(code: str, cwd: Path, timeout: int = 180) -> subprocess.CompletedProcess:
@@ -159,21 +161,32 @@ def test_no_reference_source_ever_reaches_the_child(tmp_path):
 def test_a_body_asking_the_grader_for_a_graded_target_is_refused(tmp_path):
     """The child's question channel answers only what the graded assignment builds on: attention's
     body asks for attention_forward itself (through the server behind the softmax proxy) and is
-    refused; so is rope asking for softmax, which rope does not need."""
-    ask = f"""
-    import numpy as np
+    refused; so is rope, graded after attention, calling softmax, which rope does not need."""
+    ask = """
     from minitransformer.functional import softmax as S
     server = next(c.cell_contents for c in S.softmax_forward.__closure__ if hasattr(c.cell_contents, "ask"))
     try:
-        out, cache = server.ask("functional.attention:attention_forward", (q, k, v, mask), {{}})
+        out, cache = server.ask("functional.attention:attention_forward", (q, k, v, mask), {})
     except PermissionError as e:
         raise RuntimeError("refused: " + str(e))
     return out, cache
     """
-    sub = files(tmp_path / "s", {"attention.py": body("attention_forward", ATTENTION, ask)})
-    attention = honest(sub, ("attention",), limits=FAST)["attention"]
-    assert attention["score"] == 0 and "refused: attention_forward (answered by the grader, not your code): " \
-        "attention_forward is graded in attention" in attention["message"], attention["message"]
+    rope = """
+    from minitransformer.functional.softmax import softmax_forward
+    try:
+        return softmax_forward(x)
+    except PermissionError as e:
+        raise RuntimeError("refused: " + str(e))
+    """
+    sub = files(tmp_path / "s", {"attention.py": body("attention_forward", ATTENTION, ask),
+                                 "rope.py": body("rope_forward", "x, offset=0, base=10000.0, layout='interleaved', "
+                                                 "scale=1.0", rope)})
+    results = honest(sub, ("attention", "rope"), limits=FAST)
+    assert results["attention"]["score"] == 0 and "refused: attention_forward (answered by the grader, not your " \
+        "code): attention_forward is graded in attention" in results["attention"]["message"], results["attention"]
+    assert results["rope"]["score"] == 0 and "refused: softmax_forward (answered by the grader, not your code): " \
+        "softmax_forward: while rope is graded the grader answers only the functions it builds on (nothing)" \
+        in results["rope"]["message"], results["rope"]["message"]
 
 
 def test_a_needed_call_too_large_is_refused_before_the_grader_computes_it(tmp_path):
@@ -277,12 +290,12 @@ def _doors(result) -> dict:
 
 @pytest.mark.skipif(not walls.seccomp_available(), reason="this kernel takes no seccomp filter")
 @pytest.mark.parametrize("who", USERS)
-def test_past_the_audit_hook_the_kernel_refuses_every_door(tmp_path, who):
+def test_past_the_audit_hook_the_kernel_refuses_every_door(tmp_path, shared, who):
     """NumPy's __array_interface__ empties the hook's refusals; then plain syscalls. They put 2 GiB on
     disk with fallocate(KEEP_SIZE), sent UDP datagrams out and reached a Unix socket; now seccomp
     refuses them, and memfd, fork, ptrace, process_vm_readv, unshare and mount, as root and as an
     ordinary user."""
-    work = open_folder() if who == "user" else tmp_path
+    work = shared if who == "user" else tmp_path
     listeners = Listeners(work, USER if who == "user" else None)
     sub = files(work / "s", {"softmax.py": body("softmax_forward", "x, axis=-1",
                                                 W.syscalls_body(listeners.path, listeners.udp.getsockname()[1]))})
@@ -299,11 +312,11 @@ def test_past_the_audit_hook_the_kernel_refuses_every_door(tmp_path, who):
 
 @pytest.mark.skipif(not walls.seccomp_available(), reason="this kernel takes no seccomp filter")
 @pytest.mark.skipif(bool(can_switch_user()), reason=can_switch_user() or "-")
-def test_the_child_cannot_reach_the_instructors_own_unix_socket(tmp_path):
+def test_the_child_cannot_reach_the_instructors_own_unix_socket(shared):
     """Graded by an ordinary instructor, the child ran as that instructor and connected to their own
     0600 socket (a stand-in for an ssh agent), which ran the command it sent. No socket call passes
     the filter now, whoever grades."""
-    work = open_folder()
+    work = shared
     private = work / "private"
     private.mkdir(mode=0o700)
     os.chown(private, USER, USER)
@@ -335,15 +348,14 @@ def small_disk(work: Path) -> Path | None:
 
 @pytest.mark.skipif(not walls.seccomp_available(), reason="this kernel takes no seccomp filter")
 @pytest.mark.parametrize("who", USERS)
-def test_a_disk_fill_during_check_class_leaves_classmates_their_grades(who):
+def test_a_disk_fill_during_check_class_leaves_classmates_their_grades(shared, who):
     """On a small disk that holds the grader's files, one submission fills it (fallocate(KEEP_SIZE)
     past the hook: 30 of 37 MiB before) while its classmates are graded beside it: they got 0 ("No
     space left on device"). The kernel refuses the fill now; the classmates keep their 5/5, as root
     and as an ordinary user."""
-    work = open_folder()
+    work = shared
     disk = small_disk(work)
     if disk is None:
-        shutil.rmtree(work, ignore_errors=True)
         pytest.skip("no small disk to fill: mounting one needs root and mkfs.ext4")
     try:
         subs = work / "subs"
@@ -365,7 +377,6 @@ def test_a_disk_fill_during_check_class_leaves_classmates_their_grades(who):
         assert "fallocate=errno1" in mallory["tests"][0]["output"]
     finally:
         subprocess.run(["umount", str(work / "disk")], capture_output=True)
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def test_a_grade_the_grader_could_not_compute_is_not_graded_never_zero(tmp_path, monkeypatch):
@@ -705,11 +716,11 @@ print(json.dumps(seen))
 
 @pytest.mark.skipif(not walls.seccomp_available(), reason="this kernel takes no seccomp filter")
 @pytest.mark.parametrize("who", USERS)
-def test_the_seccomp_filter_allows_python_and_numpy_and_refuses_the_rest(who):
+def test_the_seccomp_filter_allows_python_and_numpy_and_refuses_the_rest(shared, who):
     """The filter alone (no Landlock, no hook), in a process of its own, as root and as an ordinary
     user: reading and NumPy work; sockets, memfd, fallocate, fork, ptrace, unshare, a signal out,
     a pipe resized, a limit set and a file opened to write are refused."""
-    work = open_folder()
+    work = shared
     code = SECCOMP_PROBE
     if who == "user":
         done = as_user(f"import sys\nsys.argv = ['-', {str(ROOT)!r}, {str(work)!r}]\n" + code, work)
@@ -721,7 +732,6 @@ def test_the_seccomp_filter_allows_python_and_numpy_and_refuses_the_rest(who):
     allowed = {"read a file", "numpy"}
     assert seen == {k: "allowed" if k in allowed else "refused" for k in seen} and len(seen) == 13, seen
     assert not (work / "new.txt").exists()
-    shutil.rmtree(work, ignore_errors=True)
 
 
 def _userns_permitted() -> bool:
@@ -734,12 +744,12 @@ def _userns_permitted() -> bool:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="network namespaces are Linux's")
 @pytest.mark.parametrize("who", USERS)
-def test_the_child_stands_behind_every_wall_and_says_so(tmp_path, who):
+def test_the_child_stands_behind_every_wall_and_says_so(tmp_path, shared, who):
     """The ready message: Landlock, seccomp, its own network namespace (in a user namespace when the
     grader is not root, where the kernel permits one), 32 open files, nobody as root."""
     if who == "user" and not _userns_permitted():
         pytest.skip("this kernel permits no user namespace to an ordinary user")
-    work = open_folder() if who == "user" else tmp_path
+    work = shared if who == "user" else tmp_path
     code = ("import json\nfrom minitransformer.homework.sandbox import Sandbox\nfrom minitransformer.homework.submission "
             "import pristine_copy\nwith Sandbox(pristine_copy()) as s:\n    print(json.dumps(s.walls))\n")
     done = as_user(code, work) if who == "user" else subprocess.run(

@@ -22,7 +22,7 @@ inp = {{"q": q, "k": k, "v": v, "mask": mask, "bias": bias, "p_drop": p_drop, "d
        "upstream": np.zeros(q.shape[:-1] + v.shape[-1:])}}
 return _attention(inp)["out"], inp
 """
-CATALOGUE_ATTENTION_BACKWARD = f"""
+CATALOGUE_ATTENTION_BACKWARD = """
 from minitransformer.homework.mistakes_functional import _attention
 r = _attention(dict(cache, upstream=dout))
 return (r["dq"], r["dk"], r["dv"]) + ((r["dbias"],) if cache["bias"] is not None else ())
