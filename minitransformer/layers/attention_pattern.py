@@ -33,11 +33,11 @@ class Full:
     causal = False
 
     def __init__(self):
-        self._memo = {}          # (T, S, array module) -> the (T, S) mask
+        self._memo = {}          # (T, S, array module's name) -> the (T, S) mask
 
     def mask(self, T: int, S: int, xp):
         """The (T, S) mask for T queries (the last T of S positions) and S keys; None: every key."""
-        key = (T, S, xp)                                   # on another device: another mask
+        key = (T, S, getattr(xp, "__name__", type(xp).__name__))   # on another device: another mask
         if key not in self._memo:
             if len(self._memo) >= _MEMO_SIZE:
                 self._memo.pop(next(iter(self._memo)))     # the oldest goes
