@@ -17,10 +17,11 @@ Under a causal-shaped mask, from T = 128 queries on (r = 1, no bias), the work r
 blocks of query rows that skip the keys past each block's causal edge
 (attention_blocks.py); the backward does the same whenever P is exactly 0 there.
 
-Grouped kv heads arrive repeated (functional/repeat_kv.py), as in the plain form. A
-twin that multiplied the shared keys without the copy (the queries of a group stacked
-as (B, G, r·T, D)) measured no gain worth its lines: the repeated form takes the
-causal blocks above, which the grouped one could not (benchmarks/RESULTS.md).
+Grouped kv heads arrive repeated (functional/repeat_kv.py), as in the plain form. The
+earlier form that multiplied the shared keys without the copy (the queries of a group
+stacked as (B, G, r·T, D)) is not here: it took 6-10% off a grouped-query model's step
+and nothing off the default run, whose heads are not grouped (benchmarks/RESULTS.md,
+docs/speed.md).
 """
 from __future__ import annotations
 
