@@ -126,7 +126,7 @@ print("outputs\n", out_plain)
 #   $\tfrac12([1, 0, 1] + [10, 0, 2]) = [5.5, 0, 1.5]$.
 #
 # The library's `attention_forward` takes batched, multi-head arrays (B, H, T, D)
-# and divides the scores by $\sqrt D = \sqrt 3$. The scores become 57.7 instead of
+# and divides the scores by $\sqrt D = \sqrt 3$. The scores become $100/\sqrt 3 \approx 57.7$ instead of
 # 100, still so far apart that the losing keys get $e^{-57.7} \approx 10^{-25}$:
 # the same outputs to double precision.
 
@@ -537,4 +537,23 @@ answer_5 = None  # your answer
 
 # %%
 check("5", answer_5, "b5bea41b6c623f7c", hint="what are the rows of softmax(scores)?")
+
+# %% [markdown]
+# **Question 6** (the module deck's review). Self-attention, one head, over $S = 6$ tokens with
+# $d_h = 16$: what is the shape of the attention matrix $\sigma(QK^\top/\sqrt{d_h})$? (A list [rows, columns].)
+
+# %%
+answer_6 = None  # your answer
+
+# %%
+check("6", answer_6, "b9177d892ba92a03", hint="one row per query, one column per key")
+
+# %% [markdown]
+# **Question 7** (the module deck's review). And the shape of the output $Z$? (A list [rows, columns].)
+
+# %%
+answer_7 = None  # your answer
+
+# %%
+check("7", answer_7, "922188857c73477a", hint="each row of the attention matrix averages the rows of V (S × d_h)")
 summary()

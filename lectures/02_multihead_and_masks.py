@@ -308,4 +308,39 @@ answer_5 = None  # your answer
 
 # %%
 check("5", answer_5, "b5bea41b6c623f7c", hint="the decoder asks, the source answers")
+
+# %% [markdown]
+# **Question 6** (the module deck's review). Why several heads rather than one head of the
+# full width? (a) several heads have more parameters; (b) each head's softmax row is one
+# weighting of the positions, so several heads can attend to different positions for
+# different reasons at the same time (some near, some far); (c) several heads make attention
+# cheaper. A letter.
+
+# %%
+answer_6 = None  # your answer
+
+# %%
+check("6", answer_6, "3e23e8160039594a", hint="count the parameters first (question 4), then think of one softmax row")
+
+# %% [markdown]
+# **Question 7** (the module deck's review). $D = 64$ and 4 heads: what is the dimension of each head?
+
+# %%
+answer_7 = None  # your answer
+
+# %%
+check("7", answer_7, "b17ef6d19c7a5b1e", hint="d_h = D / heads")
+
+# %% [markdown]
+# **Question 8** (the module deck's review: training vs testing). (a) In training the whole
+# target goes into the decoder at once, so the causal mask must hide each position's later
+# tokens; when generating, tokens come one at a time and the later ones do not exist yet;
+# (b) the mask is needed only at test time, to stop the model from cheating; (c) training
+# masks the encoder, testing the decoder. A letter.
+
+# %%
+answer_8 = None  # your answer
+
+# %%
+check("8", answer_8, "ca978112ca1bbdca", hint="which tokens does the decoder see in one training pass?")
 summary()

@@ -235,11 +235,95 @@ save_figure(fig, "03_residual_gradient.png")
 
 # %% [markdown]
 # Without the skip, the gradient has to pass through every $F_l$: with the small
-# initial weights (std 0.02, as in GPT-2) a single block already cuts it by a factor
-# of a few hundred, and deeper stacks lose more (LayerNorm rescales the tiny
+# initial weights (std 0.02, as in GPT-2) a single block already cuts it by more
+# than a factor of 100, and deeper stacks lose more (LayerNorm rescales the tiny
 # activations, which limits the damage but does not undo it). With the skip, the
 # identity term hands $dy$ down unchanged and the ratio stays near 1.
+
+# %% [markdown]
+# ### The module deck's claim: deeper plain stacks train worse
 #
+# The module deck puts it in two lines: "Theory: if we stack layers, we should get a lower
+# training error. Practical: lol no." (He et al. 2016 saw it in CNNs: a deeper plain network
+# had a HIGHER training error than a shallower one, so the trouble is optimisation, not
+# overfitting.) The gradient ratio above is the cause; the training error is what one sees.
+# Train stacks of the blocks above, with and without the skip, plus a linear read-out, to
+# fit a fixed regression target $Y = \tanh(XA)\,B/\sqrt C$ on 256 fixed inputs, with Adam
+# (lr 3e-3), and compare the mean squared error on the training set itself after the same
+# number of steps. (Fast mode: 2 and 8 blocks, 100 steps; else 1 to 16 blocks, 300 steps.)
+
+# %%
+from minitransformer.layers import Linear, ModuleList
+from minitransformer.layers.module import Module
+from minitransformer.optim import Adam
+
+
+class PlainBlock(Module):
+    """x -> F(Norm(x)): the pre-norm block above without its skip."""
+
+    def __init__(self, norm, ffn):
+        super().__init__()
+        self.add_child("norm", norm)
+        self.add_child("ffn", ffn)
+
+    def forward(self, x):
+        return self.ffn.forward(self.norm.forward(x))               # (B, T, C)
+
+    def backward(self, dy):
+        return self.norm.backward(self.ffn.backward(dy))            # (B, T, C)
+
+
+fit_rng = np.random.default_rng(100)
+X_fit = fit_rng.standard_normal((1, 256, C))                        # (1, N, C) a fixed training set
+A_fit, B_fit = fit_rng.standard_normal((C, C)), fit_rng.standard_normal((C, C))
+Y_fit = np.tanh(X_fit @ A_fit) @ B_fit / np.sqrt(C)                 # (1, N, C) the targets
+
+
+def training_error(L, skip, steps):
+    """Mean squared error on (X_fit, Y_fit) over the last 10 of ``steps`` Adam steps: L blocks, a read-out."""
+    blocks = []
+    for l in range(L):
+        norm, ffn = LayerNorm(C).astype(np.float64), FeedForward(C, 4 * C, "gelu", rng=l).astype(np.float64)
+        blocks.append(Residual(ffn, norm, Dropout(0.0), "pre") if skip else PlainBlock(norm, ffn))
+    stack = ModuleList([*blocks, Linear(C, C, rng=L).astype(np.float64)])
+    optimizer, errors = Adam(stack.parameters(), lr=3e-3), []
+    for _ in range(steps):
+        h = X_fit
+        for layer in stack:
+            h = layer.forward(h)                                    # (1, N, C)
+        errors.append(float(((h - Y_fit) ** 2).mean()))
+        g = 2 * (h - Y_fit) / h.size                                # d(mean squared error)/dh
+        stack.zero_grad()
+        for layer in reversed(list(stack)):
+            g = layer.backward(g)
+        optimizer.step()
+    return float(np.mean(errors[-10:]))
+
+
+fit_depths = [2, 8] if FAST else [1, 2, 4, 8, 16]
+fit_steps = 100 if FAST else 300
+train_errors = {skip: {L: training_error(L, skip, fit_steps) for L in fit_depths} for skip in (False, True)}
+print(f"training error after {fit_steps} Adam steps (predicting 0 scores {float((Y_fit ** 2).mean()):.3f}):")
+for L in fit_depths:
+    print(f"L = {L:2d}: plain stack {train_errors[False][L]:.3f} | with residuals {train_errors[True][L]:.3f}")
+
+fig = Figure(figsize=(6, 3.5), layout="constrained")
+ax = fig.subplots()
+ax.plot(fit_depths, [train_errors[False][L] for L in fit_depths], "s-", label="plain stack")
+ax.plot(fit_depths, [train_errors[True][L] for L in fit_depths], "o-", label="with residual connections")
+ax.set(xscale="log", xticks=fit_depths, xticklabels=fit_depths, xlabel="number of blocks L",
+       ylabel="training error (MSE)", title=f"Training error after {fit_steps} steps")
+ax.legend()
+save_figure(fig, "03_depth_training_error.png")
+
+# Deeper plain stacks fit their own training set worse (2 blocks beat 8 by more than 2x);
+# with the skip, 8 blocks fit better than 2, and far better than the plain 8.
+deepest, shallow = max(fit_depths), 2
+assert all(train_errors[False][L] > 2 * train_errors[False][shallow] for L in fit_depths if L >= 8)
+assert all(train_errors[True][L] < train_errors[True][shallow] for L in fit_depths if L >= 8)
+assert train_errors[True][deepest] < train_errors[False][deepest] / 2
+
+# %% [markdown]
 # ## 5. The position-wise feed-forward network
 #
 # $$\operatorname{FFN}(x) = \operatorname{act}(x W_1 + b_1)\, W_2 + b_2, \qquad W_1: (C, F),\ W_2: (F, C),\ F = 4C \text{ usually}.$$
@@ -286,6 +370,81 @@ column_out = W2.T @ hidden + b2[:, None]                   # (d, n) W2ᵀ in R^(
 print("column form (W1ᵀ, W2ᵀ) vs FeedForward's row form:", np.abs(column_out.T - out_all[0]).max())
 assert W1.shape == (C, 4 * C) and not deck_shapes_work
 assert np.allclose(column_out.T, out_all[0], rtol=0, atol=1e-12)
+
+# %% [markdown]
+# ### The FFN is a 1 × 1 convolution over positions
+#
+# The survey deck: "some people like to call it 1x1 convolution". Read the sequence as a
+# signal of length T with C channels. A 1-D convolution with kernel size k and weights
+# $K \in \mathbb{R}^{F \times C \times k}$ computes, at each position t,
+# $\sum_{j, c} K[f, c, j]\, x[t + j - \lfloor k/2 \rfloor, c]$. With k = 1 there is one tap, at t itself:
+# the output at t is $x_t K[:, :, 0]^\top$, a matrix product per position, which is $x_t W_1$
+# with $K = W_1^\top$. The FFN is two such convolutions with the activation between them.
+# A wider kernel (k = 3) would mix each position with its neighbours; k = 1 cannot.
+
+# %%
+def conv1d(x_seq, K, bias):
+    """A 1-D convolution over positions, zero padding: x_seq (B, T, C_in), K (C_out, C_in, k) -> (B, T, C_out)."""
+    k = K.shape[2]
+    padded = np.pad(x_seq, ((0, 0), (k // 2, k - 1 - k // 2), (0, 0)))          # (B, T + k - 1, C_in)
+    windows = np.lib.stride_tricks.sliding_window_view(padded, k, axis=1)       # (B, T, C_in, k)
+    return np.einsum("btcj,ocj->bto", windows, K) + bias                        # (B, T, C_out)
+
+
+conv_params = {name: value for name, value, _ in f.parameters()}               # the FFN of section 5
+K1 = conv_params["fc_in.W"].T[:, :, None]                                      # (F, C, 1) = W₁ᵀ
+K2 = conv_params["fc_out.W"].T[:, :, None]                                     # (C, F, 1) = W₂ᵀ
+as_convolution = conv1d(np.maximum(0.0, conv1d(x, K1, conv_params["fc_in.b"])), K2, conv_params["fc_out.b"])
+print("two 1 × 1 convolutions vs FeedForward:", np.abs(as_convolution - f.forward(x)).max())
+f._cache = None                                                                # no backward follows
+K3 = np.random.default_rng(7).standard_normal(K1.shape[:2] + (3,))             # (F, C, 3): neighbours too
+x_nudged = x.copy()
+x_nudged[:, 0] += 1.0                                                          # change position 0 only
+reach_1x1 = np.abs(conv1d(x_nudged, K1, 0) - conv1d(x, K1, 0))[:, 1].max()     # effect on position 1
+reach_3 = np.abs(conv1d(x_nudged, K3, 0) - conv1d(x, K3, 0))[:, 1].max()
+print(f"changing position 0 moves position 1's output by {reach_1x1} (k = 1) and {reach_3:.3f} (k = 3)")
+assert np.allclose(as_convolution, out_all, rtol=0, atol=1e-12) and reach_1x1 == 0 and reach_3 > 0
+
+# %% [markdown]
+# ### The survey's claim: the MLP holds the bulk of the parameters
+#
+# The survey deck says the point-wise MLP "contains the bulk of the parameters" (and is what
+# grows into the experts of a sparse model). Per block, with $F = 4C$: attention has
+# $4C^2 + 4C$ ($W_Q, W_K, W_V, W_O$ and their biases), the FFN $C \cdot 4C + 4C + 4C \cdot C + C = 8C^2 + 5C$,
+# the two LayerNorms $4C$. The FFN's share, $(8C^2 + 5C)/(12C^2 + 13C)$, tends to $2/3$ as $C$
+# grows. Counted on real blocks of the library (the paper's base size and GPT-2 small's),
+# and from the presets for LLaMA-2, whose SwiGLU FFN has three $C \times F$ matrices and
+# whose 70B model shares its keys and values between heads (grouped-query attention):
+
+# %%
+import math
+
+from minitransformer.models import GPT, GPTConfig
+from minitransformer.models.presets import count_parameters, preset
+
+
+def ffn_share(d_model, n_head):
+    """(FFN parameters, block parameters) of a library GPT block of width d_model, F = 4 d_model."""
+    gpt = GPT(GPTConfig(vocab_size=1, block_size=1, n_layer=1, n_head=n_head, d_model=d_model), rng=0)
+    block = {name: p.size for name, p, _ in gpt.parameters() if name.startswith("blocks.0.")}
+    return sum(n for name, n in block.items() if ".ffn.sublayer." in name), sum(block.values())
+
+
+shares = {}
+for name, d_model, n_head in (("the paper's base", 512, 8), ("GPT-2 small", 768, 12)):
+    ffn_count, block_count = ffn_share(d_model, n_head)
+    shares[name] = ffn_count / block_count
+    formula = (8 * d_model ** 2 + 5 * d_model) / (12 * d_model ** 2 + 13 * d_model)
+    print(f"{name:16s} C = {d_model}: FFN {ffn_count:,} of {block_count:,} per block = {shares[name]:.4f} "
+          f"(formula {formula:.4f})")
+    assert math.isclose(shares[name], formula, rel_tol=1e-12)
+for name in ("llama-2-7b", "llama-2-70b"):
+    config = preset(name)
+    block_count = count_parameters(preset(name, n_layer=2)) - count_parameters(preset(name, n_layer=1))
+    shares[name] = 3 * config.d_model * config.d_ff / block_count              # W, V: C x F; W_2: F x C
+    print(f"{name:16s} C = {config.d_model}, F = {config.d_ff}: the SwiGLU FFN holds {shares[name]:.4f} of a block")
+assert all(0.66 < shares[name] < 0.67 for name in ("the paper's base", "GPT-2 small", "llama-2-7b"))
+assert shares["llama-2-70b"] > 0.8                     # with 8 kv heads for 64, attention shrinks further
 
 # %% [markdown]
 # ## 6. Dropout: drop, and scale what is kept

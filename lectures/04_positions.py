@@ -78,6 +78,42 @@ assert np.allclose(y_perm, y[:, perm], rtol=0, atol=1e-12)               # equiv
 assert np.allclose(y_perm.sum(axis=1), y.sum(axis=1), rtol=0, atol=1e-12)   # the pooled sum is invariant
 
 # %% [markdown]
+# ### The naive position: add 10, 20, 30 ...
+#
+# The survey deck's first idea, "[The_] + 10, [detective_] + 20, [invest] + 30 ... but smarter":
+# add the index times 10 to every number of the token's vector, $x_t + 10t\cdot\mathbf 1$. Why it
+# fails, measured on random token vectors of unit scale:
+#
+# 1. It drowns the token. By the fourth position 30 is added to entries of size 1: two
+#    DIFFERENT tokens at the same position point the same way (cosine near 1).
+# 2. LayerNorm erases it. A constant added to every feature is removed by the mean
+#    subtraction: $\mathrm{LN}(x + c\mathbf 1) = \mathrm{LN}(x)$, so a pre-norm block sees no
+#    position at all.
+# 3. It has no bound: a position never trained on adds a value never seen (position 1000: 10,000).
+#
+# The sinusoidal table fixes all three: entries in [−1, 1], a different pattern across the
+# features (so the norm's mean subtraction leaves it), bounded at every position.
+
+# %%
+from minitransformer.functional.norm import layernorm_forward
+
+tokens = np.random.default_rng(12).standard_normal((2, C))   # two different tokens, unit-scale entries
+ones_C, zeros_C = np.ones(C), np.zeros(C)
+for t in (0, 1, 3, 10):
+    a, b = tokens[0] + 10 * t, tokens[1] + 10 * t          # the same position, + 10 t everywhere
+    cosine = a @ b / (np.linalg.norm(a) * np.linalg.norm(b))
+    print(f"position {t:2d}: cos(token A, token B) = {cosine:.4f}")
+cos_far = (tokens[0] + 30) @ (tokens[1] + 30) / (np.linalg.norm(tokens[0] + 30) * np.linalg.norm(tokens[1] + 30))
+naive_ln = [layernorm_forward(tokens[0] + 10 * t, ones_C, zeros_C)[0] for t in range(T)]
+sin_table = sinusoidal_table(T, C, dtype=np.float64)
+sin_ln = [layernorm_forward(tokens[0] + sin_table[t], ones_C, zeros_C)[0] for t in range(T)]
+naive_spread = max(np.abs(v - naive_ln[0]).max() for v in naive_ln)
+sin_spread = min(np.abs(sin_ln[t] - sin_ln[0]).max() for t in range(1, T))
+print(f"after LayerNorm, token A at positions 0..{T - 1}: naive differ by at most {naive_spread:.1e}, "
+      f"sinusoidal by at least {sin_spread:.3f}")
+assert cos_far > 0.99 and naive_spread < 1e-12 and sin_spread > 0.01 and np.abs(sin_table).max() <= 1
+
+# %% [markdown]
 # ## 1. Sinusoidal encoding
 #
 # The paper's formula, with $i$ the index of a PAIR of columns ($i = 0 \dots d/2 - 1$):
@@ -187,6 +223,35 @@ assert math.isclose(deck_row2[1], math.cos(0.2)) and math.isclose(pe_4[2, 1], ma
 assert np.allclose(deck_row2[0::2], pe_4[2, 0::2]) and np.abs(deck_row2 - pe_4[2]).max() > 1.3
 
 # %% [markdown]
+# ### Deck erratum: the loop runs over range(maxT)
+#
+# The same pseudo-code opens with `for pos in maxT:`, but `maxT` is a number (the deck's
+# example: 5000), and a number cannot be iterated over: the loop must run over
+# `range(maxT)`, the positions $0 \dots \text{maxT} - 1$. With that and the $(i - 1)/d$ of the
+# cos, the deck's loop gives the paper's table:
+
+# %%
+maxT, d_loop = 50, 16
+PE_matrix = np.zeros((maxT, d_loop))
+try:
+    for pos in maxT:                                       # the deck's line, as written
+        pass
+    loop_error = None
+except TypeError as error:
+    loop_error = str(error)
+print("for pos in maxT:", loop_error)
+for pos in range(maxT):                                    # the fix
+    for i in range(d_loop):
+        if i % 2 == 0:
+            PE_matrix[pos, i] = math.sin(pos / 10000 ** (i / d_loop))
+        if i % 2 == 1:
+            PE_matrix[pos, i] = math.cos(pos / 10000 ** ((i - 1) / d_loop))
+print("range(maxT) and (i - 1)/d: max |loop - sinusoidal_table| =",
+      np.abs(PE_matrix - sinusoidal_table(maxT, d_loop, dtype=np.float64)).max())
+assert loop_error is not None and "not iterable" in loop_error
+assert np.allclose(PE_matrix, sinusoidal_table(maxT, d_loop, dtype=np.float64), rtol=0, atol=1e-12)
+
+# %% [markdown]
 # ### Deck erratum: position 0 is not left alone
 #
 # The module deck says that at position 0 "no manipulation is done to the vector".
@@ -212,6 +277,41 @@ spread_right = np.abs(table - table[0]).max()
 print(f"largest change from row 0 over {max_len} positions: deck {spread_deck:.4f}, formula {spread_right:.4f}")
 assert spread_deck < 1e-2 and spread_right > 1.0
 assert np.abs(variants["A (i = column, (i-1) for cos)"] - table).max() < 1e-12   # the power: the paper's table
+
+# %% [markdown]
+# ### Deck erratum: the positional vector is not small
+#
+# The module deck calls the positional encoding "a small vector which is added to the
+# embedding". Every row of the table has the same length: each pair of columns holds a
+# sine and a cosine of one angle, $\sin^2 + \cos^2 = 1$, so
+#
+# $$\lVert PE[pos] \rVert = \sqrt{d/2} \quad\text{for every } pos, \qquad 16 \text{ at } d = 512 .$$
+#
+# A token embedding initialised as GPT-2's (entries of std 0.02) has rows of length about
+# $0.02\sqrt d \approx 0.45$ at $d = 512$: the position is about $16/0.45 \approx 35$ times LONGER than
+# the word it is added to. The 2017 paper multiplies its embeddings by $\sqrt d$ (section 3.4; here
+# `Seq2SeqConfig(scale_embeddings=True)`): with std 0.02 that gives rows of about $0.02\,d \approx 10$,
+# and with the std $d^{-1/2}$ that the paper's tensor2tensor code draws them with, about
+# $\sqrt d \approx 23$: the same size as the position, not larger. Small it is in none of these.
+
+# %%
+from minitransformer.layers import Embedding
+
+d_model_pe = 512
+pe_norms = np.linalg.norm(sinusoidal_table(5000, d_model_pe, dtype=np.float64), axis=1)   # (5000,)
+row_norms = {}
+for label, init_std, scale in (("std 0.02 (GPT-2)", 0.02, 1.0),
+                               ("std 0.02, times √d (the paper's scaling)", 0.02, math.sqrt(d_model_pe)),
+                               ("std d^-1/2, times √d", d_model_pe ** -0.5, math.sqrt(d_model_pe))):
+    E = Embedding(1000, d_model_pe, rng=0, init_std=init_std).astype(np.float64).W           # (V, d)
+    row_norms[label] = float(np.linalg.norm(scale * E, axis=1).mean())
+print(f"|PE[pos]| for pos = 0 .. 4999: min {pe_norms.min():.6f}, max {pe_norms.max():.6f} "
+      f"(√(d/2) = {math.sqrt(d_model_pe / 2):.6f})")
+for label, norm in row_norms.items():
+    print(f"token embedding row, {label:42s} |E[w]| ≈ {norm:6.2f}: |PE| / |E[w]| = {pe_norms[0] / norm:5.1f}")
+assert np.allclose(pe_norms, math.sqrt(d_model_pe / 2), rtol=1e-12)
+assert 0.4 < row_norms["std 0.02 (GPT-2)"] < 0.5 and pe_norms[0] / row_norms["std 0.02 (GPT-2)"] > 30
+assert all(pe_norms[0] / norm > 0.5 for norm in row_norms.values())    # never small beside the word
 
 # %% [markdown]
 # ## 2. Learned positions

@@ -468,7 +468,12 @@ layer_counts = {"transformer base": base_cfg.n_layer, "transformer big": big_cfg
 print(layer_counts, f"| parameters: base {count_parameters(base_cfg):,}, big {count_parameters(big_cfg):,}")
 assert layer_counts["transformer base"] == layer_counts["transformer big"] == 6
 assert (layer_counts["BERT-base"], layer_counts["BERT-large"]) == (12, 24)
-assert 3.3 < count_parameters(big_cfg) / count_parameters(base_cfg) < 3.5   # the paper: 213M / 65M
+# The paper's Table 3 gives 65M and 213M: a ratio of 213/65 = 3.28. Our base counts 63.1M
+# (one shared vocabulary of 37000 tokens; the paper does not say how it counted, see
+# docs/families.md), so our ratio is a little higher; within 5 % of the paper's.
+big_over_base = count_parameters(big_cfg) / count_parameters(base_cfg)
+print(f"big / base: {big_over_base:.3f} here, {213 / 65:.3f} from the paper's 213M / 65M")
+assert abs(big_over_base / (213 / 65) - 1) < 0.05
 
 # %% [markdown]
 # ### Deck erratum: more than three hyper-parameters
@@ -583,4 +588,15 @@ answer_5 = None  # your answer
 
 # %%
 check("5", answer_5, "fcbcf165908dd18a", hint="the causal mask lets one pass make every position's prediction from the true prefix")
+
+# %% [markdown]
+# **Question 6** (the module deck's). What teacher-forcing ratio does a Transformer use in
+# training? Give the share of the decoder's input tokens that are the ground truth rather
+# than the model's own predictions, a number from 0 to 1.
+
+# %%
+answer_6 = None  # your answer
+
+# %%
+check("6", answer_6, "6b86b273ff34fce1", hint="look at section 1: where does every token of tgt_in come from?")
 summary()

@@ -109,6 +109,32 @@ print("GEGLU:  max |library - by hand| =", np.abs(geglu_forward(h)[0] - geglu_by
 print("SwiGLU: max |library - by hand| =", np.abs(swiglu_forward(h)[0] - swiglu_by_hand).max())
 
 # %% [markdown]
+# ### SwiGLU with a general β
+#
+# The architecture deck writes $\operatorname{SwiGLU}(x, W, V, b, c, \beta) = \operatorname{Swish}_\beta(xW + b)
+# \otimes (xV + c)$ with $\operatorname{Swish}_\beta(a) = a\,\sigma(\beta a)$; LLaMA and the paper take β = 1,
+# which is SiLU, the SwiGLU above. `swiglu_beta_forward(h, beta)` keeps β as an input
+# (`layers.activation.SwiGLUBeta` learns it): β = 1 gives SwiGLU exactly, a large β turns the
+# gate into ReLU(a) ⊙ b (within 1/(eβ) of it per unit of b: $|a\,\sigma(\beta a) - \max(a, 0)| \le 1/(e\beta)$),
+# β = 0 into a/2 ⊙ b. Its backward returns dβ too, checked here.
+
+# %%
+from minitransformer.functional.gated import swiglu_beta_backward, swiglu_beta_forward
+
+h_beta = np.random.default_rng(21).standard_normal((3, 8))          # (N, 2F), F = 4
+a_beta, b_beta = h_beta[:, :4], h_beta[:, 4:]
+for beta_value in (0.0, 1.0, 2.0, 50.0):
+    y_beta = swiglu_beta_forward(h_beta, np.array([beta_value]))[0]
+    by_hand_beta = a_beta / (1 + np.exp(-beta_value * a_beta)) * b_beta   # Swish_β(a) ⊙ b
+    print(f"β = {beta_value:4}: max |library - by hand| = {np.abs(y_beta - by_hand_beta).max():.1e}")
+beta_check = check_pair(swiglu_beta_forward, swiglu_beta_backward, {"h": h_beta, "beta": np.array([1.7])}, seed=0)
+print(beta_check)
+assert np.array_equal(swiglu_beta_forward(h_beta, np.array([1.0]))[0], swiglu_forward(h_beta)[0])
+gap_to_relu = np.abs(swiglu_beta_forward(h_beta, np.array([50.0]))[0] - np.maximum(a_beta, 0) * b_beta)
+assert np.all(gap_to_relu <= np.abs(b_beta) / (math.e * 50.0))      # |a σ(βa) − ReLU(a)| <= 1/(eβ)
+assert beta_check.ok
+
+# %% [markdown]
 # A gated FFN has THREE weight matrices ($W$, $V$, $W_2$) instead of two. To keep the
 # parameter count, the hidden width shrinks from $F = 4C$ to $\tfrac23 F$ (as in the
 # paper and in LLaMA): $3 \cdot C \cdot \tfrac23 F = 2 \cdot C \cdot F$.
@@ -150,14 +176,18 @@ rms_check = check_pair(rmsnorm_forward, rmsnorm_backward, {"x": x, "gamma": g}, 
 print(rms_check)
 
 # %% [markdown]
-# ### Deck erratum: RMSNorm is γ ⊙ x / √(mean(x²) + ε), with no β
+# ### Deck erratum: RMSNorm sums over x_i and needs ε; its β is an optional variant
 #
 # The architecture deck writes RMSNorm as $\gamma \odot \frac{x}{\mathrm{RMS}(x)} + \beta$ with
-# $\mathrm{RMS}(x) = \sqrt{\frac1d\sum_i a_i^2}$. Three slips: the sum runs over the input's own
-# entries $x_i$ (the $a_i$ of the paper are the same numbers under another name); RMSNorm
-# drops the re-centring, so it has no $\beta$ (LLaMA's has only $\gamma$: C parameters, not 2C);
-# and implementations add $\varepsilon$ under the root, without which an all-zero row (a
-# zero-initialised embedding) gives 0/0.
+# $\mathrm{RMS}(x) = \sqrt{\frac1d\sum_i a_i^2}$. Two slips: the sum runs over the input's own
+# entries $x_i$ (the $a_i$ of the paper are the same numbers under another name); and
+# implementations add $\varepsilon$ under the root, without which an all-zero row (a
+# zero-initialised embedding) gives 0/0. The $+\beta$ is not a slip but a variant: the
+# paper's RMSNorm has the gain only, and its authors' code has a switch for a bias, off by
+# default; LLaMA and T5 have $\gamma$ only ($C$ parameters, not $2C$), and so does this library.
+# A $\beta$ shifts the output; it does not give back the re-centring that RMSNorm drops:
+# LayerNorm's output does not move when a constant is added to the input row, RMSNorm's
+# (with or without $\beta$) does.
 
 # %%
 from minitransformer.layers import RMSNorm
@@ -172,6 +202,18 @@ print("RMSNorm's parameters:", rms_names, "| deck on a zero row:", deck_rms[0, :
 assert rms_names == ["gamma"]                              # γ only: no β
 assert np.all(np.isnan(deck_rms)) and np.all(lib_rms == 0.0)
 assert np.abs(rmsnorm_forward(x, g, eps=1e-5)[0][0, 0] - rms_by_hand).max() < 1e-12   # Σ over x_i, ε inside
+beta_variant = 0.1 * rng.standard_normal(8)               # the deck's +β, a bias per feature
+
+
+def rms_with_beta(rows):
+    return rmsnorm_forward(rows, g, eps=1e-5)[0] + beta_variant
+
+
+ln_shifted = layernorm_forward(x + 3.0, g, beta_variant, eps=1e-5)[0]   # (2, 3, 8) every row + 3
+shift_ln = np.abs(ln_shifted - layernorm_forward(x, g, beta_variant, eps=1e-5)[0]).max()
+shift_rms = np.abs(rms_with_beta(x + 3.0) - rms_with_beta(x)).max()
+print(f"adding 3 to every input: LayerNorm's output moves {shift_ln:.1e}, RMSNorm + β's {shift_rms:.2f}")
+assert shift_ln < 1e-12 and shift_rms > 0.1                # β does not re-centre
 
 # %% [markdown]
 # ## 3. Pre-norm or post-norm
@@ -204,7 +246,7 @@ show_png(OUT / "06_prenorm_vs_postnorm.png")
 # What the numbers say. At GPT-2's init (std 0.02), pre-norm gives every block a
 # gradient of about the same size. Post-norm's first block gets a far larger one:
 # its norm rescales the raw embeddings (token plus position rows, entries of
-# standard deviation about 0.02·√2 ≈ 0.03) by a factor of about 35, and the
+# standard deviation about $0.02\sqrt2 \approx 0.03$) by a factor of about $1/(0.02\sqrt2) \approx 35$, and the
 # gradient of that block is scaled up with them. With larger weights (std 0.25)
 # the classic picture of Xiong et al. (2020) appears: post-norm's gradients GROW
 # towards the output, which is why post-norm needs a learning-rate warmup, and

@@ -13,8 +13,9 @@ __version__ = "0.1.0"
 def load(path):
     """(model, tokenizer) from a checkpoint written by ``python -m minitransformer train``.
 
-    The model is in eval mode; the tokenizer is None for checkpoints trained on
-    token ids (seq2seq copy/reverse/sort). See training/load.py.
+    The model is in eval mode. The tokenizer is the run's for the text families (gpt,
+    encoder) and None for the families that train on no text: seq2seq (generated token
+    ids), vit (images) and tabular (table rows). See training/load.py.
     """
     from .training.load import load_model      # imported here: `import minitransformer` stays light
     return load_model(path)

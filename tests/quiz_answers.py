@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from minitransformer.functional.alibi import alibi_bias, alibi_slopes
+from minitransformer.functional.attention import attention_forward
 from minitransformer.functional.cls_token import prepend_cls_forward
 from minitransformer.functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from minitransformer.functional.dropout import dropout_forward
@@ -24,6 +25,7 @@ from minitransformer.models.presets import count_parameters, preset
 from minitransformer.optim import noam_schedule
 from minitransformer.tokenizers import ByteBPETokenizer, WordPieceTokenizer
 from minitransformer.tokenizers.bpe import N_BYTES
+from minitransformer.training.data import PAD, make_sequence_task
 
 
 def _count(module) -> int:
@@ -37,10 +39,13 @@ def _wordpiece(words, vocab_tokens):
 
 
 def lecture_01():
+    S, d_h = 6, 16
+    z, attention_cache = attention_forward(*(np.zeros((1, 1, S, d_h)) for _ in range(3)))   # q, k, v
     return {"1": 64,                                                    # Var(q·k) = D, section 4
             "2": math.sqrt(64),
             "3": float(softmax_forward(np.array([2.0, 2.0, 0.0]))[0][0]),
-            "4": "b", "5": True}
+            "4": "b", "5": True,
+            "6": list(attention_cache.probs.shape[-2:]), "7": list(z.shape[-2:])}
 
 
 def lecture_02():
@@ -50,7 +55,7 @@ def lecture_02():
             "2": int(causal_mask(4).sum()),
             "3": list(cross.attention_probs().shape[-2:]),
             "4": _count(MultiHeadAttention(512, 8, rng=0)),
-            "5": True}
+            "5": True, "6": "b", "7": MultiHeadAttention(64, 4, rng=0).head_dim, "8": "a"}
 
 
 def lecture_03():
@@ -69,8 +74,11 @@ def lecture_05():
     logits = np.zeros((1, 13))
     _, cache = cross_entropy_forward(logits, np.array([0]), smoothing=0.1)
     target = 1 / 13 - cross_entropy_backward(1.0, cache)[0, 0]          # dlogits = p - q, p uniform
+    task = make_sequence_task("reverse", 8, (3, 6), 13, np.random.default_rng(0))
+    fed = task.tgt_in[:, 1:] != PAD                                     # decoder inputs after [START]
+    truth = (task.tgt_in[:, 1:] == task.tgt_out[:, :-1])[fed]            # each one the previous target
     return {"1": ["a", "b", "c", "[END]"], "2": float(target), "3": noam_schedule(512, 4000)(4000),
-            "4": "y2" if -2.4 / 4 < -3.2 / 8 else "y1", "5": False}
+            "4": "y2" if -2.4 / 4 < -3.2 / 8 else "y1", "5": False, "6": float(truth.mean())}
 
 
 def lecture_06():
@@ -120,6 +128,19 @@ def lecture_11():
             "5": ViTConfig(image_size=24, patch_size=4, n_registers=4).n_tokens}
 
 
+def lecture_12():
+    from minitransformer.functional.router import expert_capacity, load_balancing_forward
+    from minitransformer.metrics import modified_precision
+    collapsed = np.zeros((16, 8))
+    collapsed[:, 3] = 1.0
+    clipped, total = modified_precision(["the cat on the mat".split()], "the the the the".split(), 1)
+    return {"1": float(load_balancing_forward(collapsed, np.full((16, 1), 3))[0]),
+            "2": expert_capacity(1024, 8, 2, 1.25),
+            "3": clipped / total,
+            "4": 3.5 * 24 * 3600 * 8 * 9.5e12,
+            "5": 4 ** 2}
+
+
 def answers(lecture: str) -> dict:
-    """The answers of lecture "01" ... "11", {question: answer}."""
+    """The answers of lecture "01" ... "12", {question: answer}."""
     return globals()[f"lecture_{lecture}"]()

@@ -251,6 +251,7 @@ GPT_VARIANTS = [
     dict(activation="relu", position="sinusoidal", p_drop=0.1),
     dict(position="shaw", relative_clip=2, n_kv_head=1),
     dict(position="t5", relative_buckets=6, relative_max_distance=4, window=3),
+    dict(ffn="moe", n_experts=3, top_k=2, capacity_factor=0.7, activation="swiglu"),   # a mixture of experts
 ]
 
 

@@ -70,3 +70,43 @@ def test_the_concordance_covers_all_five_decks():
     concordance = ERRATA.split("## Concordance", 1)[1]
     for deck in ("000", "001", "002", "003", "004"):
         assert re.search(rf"^### {deck}, ", concordance, flags=re.M), f"no concordance section for deck {deck}"
+
+
+STATUSES = ("covered", "partial", "missing", "out of scope")
+CONCORDANCE_ROW = re.compile(r"^\| ([\d, -]+) \| (.+?) \| (covered|partial|missing|out of scope) \| (.*?) ?\|$",
+                             flags=re.M)
+
+
+def _concordance_rows():
+    """(deck, lines, item, status, where) of every item row of the concordance, deck by deck."""
+    concordance = ERRATA.split("## Concordance", 1)[1]
+    rows = []
+    for deck, section in re.findall(r"^### (00[0-4]), [^\n]*\n(.*?)(?=^### |\Z)", concordance, flags=re.M | re.S):
+        rows += [(deck, *row) for row in CONCORDANCE_ROW.findall(section)]
+    return rows
+
+
+def test_the_concordance_counts_are_those_of_its_rows():
+    rows = _concordance_rows()
+    stated = re.search(r"\*\*Counts: (\d+) items: (\d+) covered, (\d+) partial, (\d+) missing, (\d+) out of scope\.\*\*",
+                       ERRATA)
+    assert stated, "the concordance states no counts line (**Counts: N items: ... out of scope.**)"
+    tally = [len(rows)] + [sum(status == s for *_, status, _ in rows) for s in STATUSES]
+    assert [int(n) for n in stated.groups()] == tally, f"stated {stated.group(0)}, the rows give {tally}"
+    assert {deck for deck, *_ in rows} == {"000", "001", "002", "003", "004"}
+    item_lines = [line for line in ERRATA.split("## Concordance", 1)[1].splitlines()
+                  if line.startswith("| ") and not line.startswith(("| lines", "| file", "| 00"))]
+    assert len(item_lines) == len(rows), "a concordance row whose status is not one of " + ", ".join(STATUSES)
+
+
+@pytest.mark.parametrize("deck, lines, item, status, where", _concordance_rows(), ids=lambda v: str(v)[:30])
+def test_each_concordance_row_says_where_or_why(deck, lines, item, status, where):
+    cells = _references(where)
+    first_line = int(re.match(r"\d+", lines).group())
+    assert first_line > 0 and item.strip(), (deck, lines, item)
+    if status in ("covered", "partial"):
+        assert cells, f"{deck}:{lines} {item!r} is {status} but names no lecture cell"
+    elif status == "missing":
+        assert not where.strip(), f"{deck}:{lines} {item!r} is missing but names {where!r}"
+    else:
+        assert where.strip() and not cells, f"{deck}:{lines} {item!r} is out of scope: give the reason, no cell"

@@ -174,6 +174,7 @@ def test_the_wheel_holds_the_lectures_and_every_package(wheel):
     for init in ROOT.glob("minitransformer/**/__init__.py"):           # pyproject lists the packages by hand
         assert init.relative_to(ROOT).as_posix() in names, f"{init.parent.name}: add it to pyproject's packages"
     assert not [n for n in names if "/_out/" in n or n.endswith(".ipynb")]
+    assert {"minitransformer/trace/page.js", "minitransformer/trace/page.css"} <= names   # the trace page's package-data
 
 
 def test_the_command_finds_the_lectures_inside_an_installed_wheel(wheel, tmp_path):

@@ -76,6 +76,24 @@ def f_backward_one_arg(dy):
     return dy
 def f_forward_raises(x):
     raise RuntimeError("not yet")
+def f_backward_three(dy, cache):
+    return dy * 2, dy * 2, dy * 2
+def f_forward_no_cache(x):
+    return x * 2
+def f_backward_none(dy, cache):
+    return None
+def f_backward_str(dy, cache):
+    return "dx"
+def f_backward_wrong_shape(dy, cache):
+    return dy[0]
+def f_forward_int(x):
+    return (x > 0).astype(int), None
+def f_forward_three(x):
+    return x * 2, None, None
+def layernorm_forward(x, gamma, beta, eps=1e-5):
+    return x * gamma + beta, None
+def layernorm_backward(dy, cache):
+    return dy, dy.sum((0, 1))
 """
 
 
@@ -96,13 +114,29 @@ def f_forward_raises(x):
     ("{d}:f_forward:f_backward", None, "not a Python file (.py)"),
     ("{d}/good.py:f_forward:f_backward", "x=2,a", "--shapes: expected NAME=D1,D2,..."),
     ("{d}/good.py:f_forward:f_backward", "y=2,3", "--shapes: f_forward has no parameter y"),
+    # the pair's form, which the numerical check took on trust
+    ("{d}/good.py:f_forward:f_backward_three", None,
+     "f_backward_three returned 3 gradients for the 1 input x of f_forward: expected one per input"),
+    ("{d}/good.py:f_forward_no_cache:f_backward", None,
+     "f_forward_no_cache must return (out, cache), got ndarray of shape (2, 3, 4)"),
+    ("{d}/good.py:f_forward_three:f_backward", None, "f_forward_three must return (out, cache), got a tuple of 3"),
+    ("{d}/good.py:f_forward:f_backward_none", None, "f_backward_none's dx: expected an array of x's shape"),
+    ("{d}/good.py:f_forward:f_backward_str", None, "f_backward_str's dx: expected an array of x's shape (2, 3, 4), got str"),
+    ("{d}/good.py:f_forward:f_backward_wrong_shape", None, "expected an array of x's shape (2, 3, 4), got shape (3, 4)"),
+    ("{d}/good.py:f_forward_int:f_backward", None, "f_forward_int's out: expected floating point numbers"),
+    ("{d}/good.py:layernorm_forward:layernorm_backward", None,     # a graded name: the grader's inputs
+     "layernorm_backward returned 2 gradients for the 3 inputs x, gamma, beta"),
+    ("{d}/good.py:f_forward:f_backward:extra", None, "(three parts separated by ':', got 4)"),
+    ("{d}/good.py:f_forward:f_backward", "x=2,3;x=4", "--shapes: x is given twice"),
+    ("{d}/good.py:f_forward:f_backward", "x=100000,100000", "--shapes: expected at most 4194304 entries per input"),
+    ("{d}/good.py:f_forward:f_backward", "", "--shapes: expected NAME=D1,D2,...;NAME=..., got ''"),
 ])
 def test_every_bad_target_is_one_line_and_exit_2(tmp_path, capsys, target, shapes, expected):
     _write(tmp_path / "good.py", GOOD)
     _write(tmp_path / "broken.py", "def f_forward(x):\n    return x +\n")
     _write(tmp_path / "raises.py", "raise ImportError('no')\n")
     _write(tmp_path / "notes.txt", "")
-    argv = ["gradcheck", target.format(d=tmp_path)] + (["--shapes", shapes] if shapes else [])
+    argv = ["gradcheck", target.format(d=tmp_path)] + (["--shapes", shapes] if shapes is not None else [])
     assert main(argv) == 2
     captured = capsys.readouterr()
     assert captured.out == ""

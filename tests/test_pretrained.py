@@ -230,7 +230,7 @@ def test_unexpected_tensors_are_listed_but_pooler_and_position_ids_are_not(tmp_p
     ({"hidden_act": "swish"}, r"hidden_act: expected one of"),
     ({"position_embedding_type": "relative_key"}, r"position_embedding_type: expected 'absolute'"),
     ({"model_type": "roberta"}, r"model_type: expected 'bert'"),
-    ({"hidden_size": 9}, r"d_model: expected a multiple of n_head"),
+    ({"hidden_size": 9}, r"hidden_size: expected a multiple of num_attention_heads"),
 ])
 def test_unsupported_config_is_a_clear_error(tmp_path, change, message):
     with pytest.raises(ValueError, match=message):

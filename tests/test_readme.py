@@ -27,7 +27,7 @@ from minitransformer.backend import cupy_available
 
 ROOT = Path(__file__).resolve().parents[1]
 # The README and the guide pages it sends users to; a page added here has its code run too.
-GUIDE = ("README.md", "docs/training.md", "docs/families.md", "docs/pretrained.md")
+GUIDE = ("README.md", "docs/training.md", "docs/families.md", "docs/pretrained.md", "docs/trace.md")
 TEXT = {page: (ROOT / page).read_text(encoding="utf-8") for page in GUIDE}
 README = TEXT["README.md"]
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)

@@ -322,7 +322,7 @@ def test_from_pretrained_refuses_a_pad_token_outside_the_vocabulary():
     config = {"model_type": "bert", "vocab_size": 11, "hidden_size": 8, "num_hidden_layers": 1,
               "num_attention_heads": 2, "intermediate_size": 16, "max_position_embeddings": 8,
               "hidden_act": "gelu", "pad_token_id": 11}
-    with pytest.raises(ValueError, match=r"^config\.json: unsupported values: pad_id: expected an integer in \[0, 10\]"):
+    with pytest.raises(ValueError, match=r"^config\.json: pad_token_id: expected an integer in \[0, 10\]"):
         encoder_config_from_bert(config)
 
 

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "minitransformer"
-CORE = ("functional", "layers", "models", "optim", "training", "generation", "homework", "gradcheck",
-        "tokenizers", "pretrained", "plots")
+CORE = ("functional", "layers", "models", "optim", "training", "generation", "homework", "gradcheck", "trace",
+        "tokenizers", "pretrained", "plots", "metrics")
 
 
 def imported_modules(source: str, package: str) -> set:

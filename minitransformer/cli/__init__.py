@@ -7,6 +7,7 @@
     embed       sentence embeddings from a pretrained BERT-family checkpoint
     homework    list, export and grade the homework
     lectures    copy the lectures out of the package (--out DIR), or list them
+    trace       one training step, op by op, forward and backward, as an HTML page
 
 One module per command, each with ``add_<command>_arguments(parser)`` and
 ``run_<command>(args) -> exit code``; no command module imports another.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from ..validate import cli_one_line_error
@@ -33,6 +35,7 @@ COMMANDS = (
     ("embed", "sentence embeddings from a BERT checkpoint"),
     ("homework", "list, export (stubbed copies) and grade (check) the homework"),
     ("lectures", "copy the lectures into a folder, runnable there (--out DIR), or list them"),
+    ("trace", "one training step, op by op, as a page to step through in a browser"),
 )
 
 
@@ -63,12 +66,85 @@ def _one_line_errors(parser) -> None:
             _one_line_errors(child)
 
 
+EXIT_BROKEN_PIPE = 128 + 13     # the status of a Unix tool that SIGPIPE ended: 141
+EXIT_INTERRUPTED = 128 + 2      # ... and of one that Ctrl-C (SIGINT) ended: 130
+
+
+class ReaderGone(KeyboardInterrupt):
+    """stdout's reader went away (``homework list | head``). Not an OSError, so no command's
+    own ``except OSError`` (a file it could not write) takes it for its own failure; a
+    KeyboardInterrupt, so ``train`` stops as on Ctrl-C: the last step saved, the resume
+    command on stderr."""
+
+
+class _StdoutGuard:
+    """sys.stdout during a command: a write into a closed pipe raises ReaderGone once, and
+    every later write is dropped (the cleanup after it prints nothing to nobody)."""
+
+    def __init__(self, stream):
+        self._stream, self.reader_gone = stream, False
+
+    def write(self, text):
+        return self._guarded(self._stream.write, text)
+
+    def flush(self):
+        return self._guarded(self._stream.flush)
+
+    def _guarded(self, call, *args):
+        if self.reader_gone:
+            return len(args[0]) if args else None
+        try:
+            return call(*args)
+        except BrokenPipeError:
+            self.reader_gone = True
+            _silence(self._stream)
+            raise ReaderGone from None
+
+    def __getattr__(self, name):            # fileno, isatty, encoding, buffer: the stream's own
+        return getattr(self._stream, name)
+
+
 def main(argv=None) -> int:
-    """Parse ``argv`` (default: sys.argv[1:]), run the command, return its exit code."""
-    argv = sys.argv[1:] if argv is None else list(argv)
+    """Parse ``argv`` (default: sys.argv[1:]), run the command, return its exit code.
+
+    A reader that goes away (``homework list | head``) ends any command quietly with
+    EXIT_BROKEN_PIPE, as Unix tools do, instead of a BrokenPipeError traceback; Ctrl-C
+    that a command does not handle itself (``train`` saves its run) ends it with one line
+    and EXIT_INTERRUPTED.
+    """
+    stdout = sys.stdout
+    guard = sys.stdout = _StdoutGuard(stdout)
+    try:
+        code = _run(sys.argv[1:] if argv is None else list(argv))
+        guard.flush()                 # inside the try: a flush at exit would meet the closed pipe too
+    except (ReaderGone, BrokenPipeError):
+        if not guard.reader_gone:     # a BrokenPipeError from a write that bypassed the guard (.buffer)
+            _silence(stdout)
+        return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        sys.stdout = stdout
+    return EXIT_BROKEN_PIPE if guard.reader_gone else code
+
+
+def _run(argv: list) -> int:
     named = argv[0] if argv and argv[0] in dict(COMMANDS) else None
     args = _parser(named).parse_args(argv)
     if args.command is None:
         _parser().print_help()
         return 0
     return getattr(command_module(args.command), f"run_{args.command}")(args)
+
+
+def _silence(stream) -> None:
+    """Point the stream's descriptor at /dev/null: what is still buffered for the closed pipe is
+    dropped at exit instead of raising again (the Python documentation's recipe for SIGPIPE)."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):        # not a real file (a test's capture)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)

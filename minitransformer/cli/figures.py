@@ -73,7 +73,8 @@ def run_figures(args) -> int:
         selected = [f for f in FIGURES if not args.only or f[0] in args.only]   # "pretrained": below
         source = _ModelSource(args)
         if args.checkpoint is not None and any(name in _NEEDS_MODEL for name, _, _ in selected):
-            source.get()                  # a bad checkpoint fails here, before anything is written
+            source.get(gpt=any(name in _NEEDS_GPT for name, _, _ in selected))   # a bad checkpoint fails
+                                                                                  # here, before any writing
     except (ValueError, TypeError, KeyError, OSError, ImportError) as e:
         print(f"error: {e.args[0] if isinstance(e, KeyError) and e.args else e}", file=sys.stderr)
         return 2
@@ -130,18 +131,29 @@ class _ModelSource:
     def __init__(self, args):
         self.args, self._value = args, None
 
-    def get(self):
-        """(model in eval mode, tokenizer, history, evals)."""
+    def get(self, gpt: bool = False):
+        """(model in eval mode, tokenizer, history, evals); ``gpt``: a figure that reads a GPT's text
+        (the attention maps, the residual stream) refuses another family's checkpoint."""
         if self._value is None:
             self._value = _load(self.args.checkpoint) if self.args.checkpoint else _train_tiny(self.args)
+        from ..models import GPT
+        from ..training.load import FAMILIES
+        if gpt and not isinstance(self._value[0], GPT):
+            family = next(name for name, (cls, _) in FAMILIES.items() if isinstance(self._value[0], cls))
+            raise _BadInput(f"--checkpoint: the attention maps and the residual stream need a GPT checkpoint "
+                            f"(family 'gpt'), got family {family!r}; the loss curve (--only loss) takes any")
         return self._value
 
 
 def _load(path):
     from ..training.checkpoint import load_checkpoint
     from ..training.load import load_model
-    model, tokenizer = load_model(path)
-    meta = load_checkpoint(path)[2]          # the training history lives in the checkpoint's meta
+    try:
+        model, tokenizer = load_model(path)
+        meta = load_checkpoint(path)[2]          # the training history lives in the checkpoint's meta
+    except (ValueError, TypeError, OSError) as e:
+        raise type(e)(f"--checkpoint: {e}") from None
+
     history = [tuple(h) for h in meta.get("history", [])]
     evals = [tuple(e) for e in meta.get("evals", [])]
     return model, tokenizer, history, evals
@@ -176,7 +188,7 @@ class _BadInput(ValueError):
 
 def _sentence(source, args):
     """(model, ids (T,), tokens): the --text sentence, cropped to the model's context."""
-    model, tokenizer, _, _ = source.get()
+    model, tokenizer, _, _ = source.get(gpt=True)
     try:
         ids = tokenizer.encode(args.text)[:model.config.block_size]
     except ValueError as e:
@@ -215,7 +227,7 @@ def _residual(path, source, args):
     """The residual stream and the logit lens on a batch of the default corpus' held-out part."""
     from ..plots.residual import residual_stream_figure
     from ..training.data import load_text, random_batch, train_val_split
-    model, tokenizer, _, _ = source.get()
+    model, tokenizer, _, _ = source.get(gpt=True)
     _, val_text = train_val_split(load_text())
     try:
         val_ids = np.asarray(tokenizer.encode(val_text), dtype=np.int64)
@@ -305,3 +317,4 @@ FIGURES = (
     ("sinks", "attention_sinks.png", _sinks),
 )
 _NEEDS_MODEL = ("loss", "attention-head", "attention-grid", "residual")
+_NEEDS_GPT = ("attention-head", "attention-grid", "residual")       # they read a GPT's text

@@ -24,7 +24,7 @@ from ..validate import cli_integer
 
 def _run_target(target: str, seed: int, shapes: str | None) -> int:
     try:
-        rows, has_reference = check_file(target, seed, parse_shapes(shapes) if shapes else None)
+        rows, has_reference = check_file(target, seed, parse_shapes(shapes) if shapes is not None else None)
     except TargetError as e:
         print(f"gradcheck: {e}", file=sys.stderr)
         return 2
@@ -39,7 +39,7 @@ def _run_target(target: str, seed: int, shapes: str | None) -> int:
 def run_gradcheck(args) -> int:
     if getattr(args, "target", None):
         return _run_target(args.target, args.seed, getattr(args, "shapes", None))
-    if getattr(args, "shapes", None):
+    if getattr(args, "shapes", None) is not None:
         print("gradcheck: --shapes needs a target FILE.py:FORWARD:BACKWARD", file=sys.stderr)
         return 2
     failed = []

@@ -23,7 +23,8 @@ from ..validate import check_writable_dir, cli_integer, cli_one_line_error, cli_
 from ..training.data import BOS, EOS, load_text, train_val_split
 from ..models import GPT, Encoder, EncoderConfig, GPTConfig, Seq2Seq, Seq2SeqConfig
 from ..training.tasks import LanguageModelTask, MaskedLMTask, SequenceTaskData
-from ..training.loop import ResumeMismatch, TrainConfig, TrainingDiverged, TrainingInterrupted, train
+from ..training.loop import (BadRunState, ResumeMismatch, TrainConfig, TrainingDiverged, TrainingInterrupted,
+                             train)
 
 SEQ_VOCAB = 16          # PAD, BOS, EOS and 13 symbols for the synthetic tasks
 SEQ_LENGTHS = (4, 12)   # source lengths of the synthetic tasks
@@ -85,6 +86,7 @@ def build(args):
     """(model, task, TrainConfig, meta) from the parsed arguments."""
     steps_default = {"gpt": 2000, "seq2seq": 800, "encoder": 1000, **CLASSIFIER_STEPS}[args.model]
     cfg = TrainConfig(steps=args.steps or steps_default, lr=args.lr, seed=args.seed,
+                      min_lr=min(TrainConfig.min_lr, args.lr),       # an --lr below the decay's floor: constant
                       eval_interval=min(args.eval_interval, args.steps or steps_default),
                       checkpoint_interval=getattr(args, "checkpoint_every", 0),
                       recompute=getattr(args, "recompute", False))
@@ -155,6 +157,8 @@ def _tokenize(args):
         text = load_text(args.data)
     except (ValueError, OSError) as e:            # name the flag: "--data: path: ..."
         raise type(e)(f"--data: {e}") from None
+    if not text:
+        raise ValueError(f"--data: {args.data!r} is empty; expected a UTF-8 text file of at least one character")
     if args.tokenizer != "bpe" and args.vocab_size != TEXT_FLAGS["vocab_size"]:
         raise ValueError(f"--vocab-size: sets the size of a BPE vocabulary and needs --tokenizer bpe "
                          f"(the char tokenizer's vocabulary is the text's characters), got {args.vocab_size}")
@@ -186,7 +190,9 @@ def run_train(args) -> int:
         ckpt = os.path.join(out, "checkpoint.npz")
         if args.resume:
             from ..training.checkpoint import load_checkpoint
-            load_checkpoint(ckpt)            # truncated or corrupted: one line naming the file, before any work
+            from ..training.resume import check_run_state
+            # truncated or corrupted, or no run's state in it: one line naming the file, before any work
+            check_run_state(load_checkpoint(ckpt)[2], ckpt, cfg.steps)
         prompt = _preflight(task, meta, out)
         if args.device != "cpu":
             try:
@@ -200,12 +206,15 @@ def run_train(args) -> int:
         model.to(args.device)
     print(f"{meta['family']}: {model.num_parameters():,} parameters | {cfg.steps} steps | checkpoint {ckpt}")
     try:
-        result = run(model, task, cfg, checkpoint_path=ckpt, resume=args.resume, meta=meta, device=args.device,
-                       allow_config_change=getattr(args, "allow_config_change", False))
+        # A diverging run overflows in NumPy before the loop's own check stops it with one line
+        # (TrainingDiverged): the command prints that line, not the warnings before it.
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            result = run(model, task, cfg, checkpoint_path=ckpt, resume=args.resume, meta=meta,
+                         device=args.device, allow_config_change=getattr(args, "allow_config_change", False))
     except TrainingDiverged as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    except ResumeMismatch as e:
+    except (ResumeMismatch, BadRunState) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except TrainingInterrupted as e:
@@ -293,13 +302,18 @@ def _preflight(task, meta, out) -> str | None:
         return tok.decode(task.splits["train"][:4].tolist())
 
 
+RESUME_DROPS = ("--help", "--out", "--resume", "--overwrite")   # --overwrite started the run; a resume
+                                                                # continues it (the two are refused together)
+
+
 def _resume_command(args, out) -> str:
-    """The exact command that continues this run: the same flags, --out spelled out, --resume."""
+    """The exact command that continues this run: the same flags but --overwrite, --out spelled
+    out, --resume."""
     words = ["python", "-m", "minitransformer", "train"]
     parser = getattr(args, "train_parser", None)
     for action in (parser._actions if parser else ()):
         flag = next((o for o in action.option_strings if o.startswith("--")), None)
-        if flag in (None, "--help", "--out", "--resume"):
+        if flag is None or flag in RESUME_DROPS:
             continue
         value = getattr(args, action.dest, action.default)
         if value == action.default:

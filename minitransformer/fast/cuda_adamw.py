@@ -68,6 +68,9 @@ class FusedAdamW(AdamW):
 
 def fused_like(optimizer: AdamW) -> FusedAdamW:
     """A FusedAdamW over the same parameters with the same hyperparameters and state."""
+    if not isinstance(optimizer, AdamW):
+        raise TypeError(f"optimizer: expected an AdamW (the fused kernel computes AdamW's update), "
+                        f"got {type(optimizer).__name__}")
     fused = FusedAdamW(optimizer.params, optimizer.lr, betas=optimizer.betas, eps=optimizer.eps,
                        weight_decay=optimizer.weight_decay)
     fused.decayed = dict(optimizer.decayed)

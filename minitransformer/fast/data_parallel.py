@@ -62,7 +62,8 @@ from typing import NamedTuple
 
 import numpy
 
-from ..validate import check_int
+from ..layers.module import Module
+from ..validate import check_int, check_items
 from ..training.loss import task_loss, task_loss_backward
 from .perf import blas_thread_control, blas_threads
 from .workers import Worker, shared_like, stop
@@ -130,11 +131,13 @@ class DataParallel:
     docstring, "Memory"). Create the DataParallel after the optimizer, and pass it."""
 
     def __init__(self, model, n_replicas: int = 2, forget=()):
+        if not isinstance(model, Module):
+            raise TypeError(f"model: expected a Module (GPT, Encoder, ...), got {type(model).__name__}")
         n_replicas = check_int("n_replicas", n_replicas, low=1)
         self.model, self.n_replicas = model, n_replicas
         self.params = [p for _, p, _ in model.parameters()]
         self.grads = [g for _, _, g in model.parameters()]
-        forget = list(forget)
+        forget = check_items("forget", forget)
         for i, a in enumerate(forget):
             if not isinstance(a, numpy.ndarray):
                 raise TypeError(f"forget[{i}]: expected a NumPy array (an optimizer's state buffer), got {type(a).__name__}")

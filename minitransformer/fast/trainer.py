@@ -24,7 +24,7 @@ from .cuda_adamw import fused_like
 from .data_parallel import DataParallel, n_replicas_for
 from .perf import tune_malloc
 from ..layers.blocks import set_recompute
-from ..training.loop import make_optimizer, train as plain_train
+from ..training.loop import check_run_inputs, make_optimizer, train as plain_train
 from ..validate import check_flag, check_int
 
 
@@ -35,6 +35,7 @@ def train(model, task, cfg, *, data_parallel: int = 2, malloc: bool = True, opti
     ``data_parallel``: model replicas (1 = off; fewer where they cannot run: dropout, a GPU,
     one core; the log says why). ``malloc``: tune glibc's allocator first.
     """
+    check_run_inputs(model, task, cfg)
     data_parallel = check_int("data_parallel", data_parallel, low=1)
     if check_flag("malloc", malloc):
         tune_malloc()

@@ -28,7 +28,9 @@ formulas serve float32 and float64.
 Stored vs recomputed: each forward computes the local derivative dy/dx while the
 pieces (Φ, φ, σ) are at hand and caches it alone (x is not kept); the backward is
 then one multiply, dx = dy ⊙ dy/dx, reversing y = f(x). ReLU keeps the boolean
-[x > 0] (1 byte an element).
+[x > 0] (1 byte an element). Swish multiplies β and x by the bounded y (1 - σ) = x σ (1 - σ),
+never by y first: β y and x y overflow float16 (at |x| ≥ 6550 for β = 10, at |x| ≥ 256)
+where the derivatives are 0 or small, and inf · 0 would be NaN.
 
 This is the plain form. The speed wing has a fused twin of gelu_forward with the
 same arguments and cache (minitransformer/fast/kernels/gelu.py); a test ties the two.
@@ -42,7 +44,7 @@ from typing import NamedTuple
 
 from ..backend import get_xp
 from ..validate import (check_broadcastable, check_choice, check_dtype_like, check_float, check_min_ndim,
-                        check_same_shape, check_upstream)
+                        check_real_finite, check_same_shape, check_upstream)
 from .erf import erfc
 
 GELU_APPROXIMATIONS = ("none", "tanh")
@@ -189,12 +191,14 @@ def swish_forward(x, beta):
     check_dtype_like("beta", beta, x, "x")
     check_min_ndim("beta", beta, 1)
     check_broadcastable("beta", beta, x.shape, "(the trailing axes of x)")
+    check_real_finite("beta", beta)            # β = ±inf: βx = inf · 0 is NaN at x = 0
     z = beta * x                               # (...) βx
     s = _sigmoid(z)                            # (...) σ(βx)
     y = x * s                                  # (...)
     one_minus_s = 1.0 - s                      # (...)
-    dydx = s + beta * y * one_minus_s          # (...) σ + β x σ (1 - σ)
-    dydbeta = x * y * one_minus_s              # (...) x² σ (1 - σ)
+    y_one_minus_s = y * one_minus_s            # (...) x σ (1 - σ): at most |x|/4, and 0 where σ is 1
+    dydx = s + beta * y_one_minus_s            # (...) σ + β x σ (1 - σ)
+    dydbeta = x * y_one_minus_s                # (...) x² σ (1 - σ)
     return y, SwishCache(dydx, dydbeta, tuple(beta.shape))
 
 

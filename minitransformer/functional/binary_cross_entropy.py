@@ -13,7 +13,9 @@ token counts, False on padding) of the binary cross-entropy:
 
 softplus is computed as max(z, 0) + log(1 + exp(−|z|)), so exp never overflows and a
 logit of 1e4 gives a finite loss; σ likewise from exp(−|z|). A batch with no kept
-token has loss 0.0 and zero gradient, never 0/0. (ELECTRA trains the discriminator
+token has loss 0.0 and zero gradient, never 0/0. The sum is taken in float64 and the
+mean returned in the logits' dtype, as cross-entropy does: 100 float16 tokens of loss 1000,
+or float32 logits of ±3e38, have a finite mean whose sum overflows their own dtype. (ELECTRA trains the discriminator
 on all tokens, original and replaced, and adds λ = 50 times this loss to the
 generator's masked-LM loss; the generator is not modelled here.)
 
@@ -63,8 +65,8 @@ def binary_cross_entropy_forward(logits, labels, mask=None):
     loss_n = softplus - y * z                                       # (...) −y log σ − (1 − y) log(1 − σ)
     sigma = xp.where(z >= 0, 1 / (1 + e), e / (1 + e))              # (...) σ(z), from exp(−|z|)
     kept_loss = xp.where(keep, loss_n, 0)                           # (...)
-    total = kept_loss.sum(keepdims=True)                            # an array: keeps the dtype on NumPy 1.x
-    loss = (total / max(n_kept, 1)).reshape(())                     # ()
+    total = kept_loss.astype(xp.float64).sum(keepdims=True)         # (1,) in float64, as cross-entropy sums
+    loss = (total / max(n_kept, 1)).astype(z.dtype).reshape(())     # () the mean, in the logits' dtype
     return loss, BinaryCrossEntropyCache(sigma, y, keep, n_kept)
 
 

@@ -12,7 +12,9 @@ q = (1 - ε) · onehot(y) + ε / V, and ℓ_n is the cross-entropy -Σ_c q_c log
 of magnitude 1e4 stay finite in float32 (exp of a large logit never happens).
 
 A batch whose targets are ALL ignored has no term to average: its loss is 0.0
-and its gradient is zero, never 0/0 = NaN.
+and its gradient is zero, never 0/0 = NaN. The sum over targets is taken in float64
+and the mean returned in the logits' dtype: a sum of N losses can overflow where
+their mean does not (100 float16 losses of 1000 sum past float16's 65504).
 
 Backward (the softmax and the log cancel into a simple difference):
 
@@ -84,8 +86,8 @@ def cross_entropy_forward(logits, targets, ignore_index: int = -100, smoothing: 
     else:
         loss_n = nll                                           # (N,) ε = 0: skip the mean (a -inf log p would give 0·inf)
     kept_loss = xp.where(keep, loss_n, 0)                      # (N,) where, not *: an ignored row may be inf
-    total = kept_loss.sum(keepdims=True)                       # (1,) an array: NumPy 1.x makes a float32 scalar / int float64
-    loss = (total / max(n_kept, 1)).reshape(())                # () 0 / 1 when all are ignored
+    total = kept_loss.astype(xp.float64).sum(keepdims=True)    # (1,) in float64: 100 float16 losses of 1000 overflow 65504
+    loss = (total / max(n_kept, 1)).astype(z.dtype).reshape(())   # () the mean, back in the logits' dtype; 0 / 1 when all are ignored
     return loss, CrossEntropyCache(logp, y, keep, n_kept, smoothing, tuple(logits.shape))
 
 

@@ -15,6 +15,14 @@ Backward of y = act(a) ⊙ b:
     dh = [da | db]              (..., 2F)
 
 The activations are the pairs of activations.py, called, not re-derived.
+
+SwiGLU with a general β. The architecture deck writes SwiGLU(x, W, V, b, c, β) =
+Swish_β(xW + b) ⊗ (xV + c), Swish_β(a) = a σ(β a); the paper and LLaMA fix β = 1 (SiLU),
+and ``swiglu_beta_forward`` keeps β as an input (a learned parameter of the Module
+``SwiGLUBeta``), whose gradient sums over every entry it scales:
+
+    y = Swish_β(a) ⊙ b:   da = Swish_β'(a) ⊙ (dy ⊙ b),   db = dy ⊙ Swish_β(a),
+                          dβ = Σ (dy ⊙ b) ⊙ ∂Swish_β(a)/∂β        (swish_backward's dβ)
 """
 from __future__ import annotations
 
@@ -22,7 +30,7 @@ from typing import NamedTuple
 
 from ..backend import get_xp
 from ..validate import check_even, check_float, check_min_ndim, check_upstream
-from .activations import gelu_backward, gelu_forward, silu_backward, silu_forward
+from .activations import gelu_backward, gelu_forward, silu_backward, silu_forward, swish_backward, swish_forward
 
 
 class GatedCache(NamedTuple):
@@ -84,3 +92,28 @@ def swiglu_forward(h):
 def swiglu_backward(dy, cache: GatedCache):
     """Inputs: dy (..., F). Returns: dh (..., 2F) = [da | db]."""
     return _gated_backward(dy, cache, silu_backward)
+
+
+def swiglu_beta_forward(h, beta):
+    """y = Swish_β(a) ⊙ b, [a | b] = h, Swish_β(a) = a σ(β a) (β = 1: ``swiglu_forward``).
+
+    Inputs: h (..., 2F) floating point, the two projections side by side; beta, an array of h's
+            dtype of shape (1,) (one β) or (F,) (one per unit).
+    Returns: y (..., F), GatedCache (its act_cache is Swish's, with ∂/∂β).
+    """
+    a, b = _halves(h)
+    act, act_cache = swish_forward(a, beta)   # (..., F)
+    y = act * b                               # (..., F)
+    return y, GatedCache(act, b, act_cache)
+
+
+def swiglu_beta_backward(dy, cache: GatedCache):
+    """Inputs: dy (..., F). Returns: dh (..., 2F) = [da | db], dbeta of β's shape."""
+    xp = get_xp(dy)
+    act, b, act_cache = cache
+    check_upstream("dy", dy, act.shape, act.dtype)               # the forward output's shape and dtype
+    dact = dy * b                                                # (..., F)  reverses: y = act * b
+    da, dbeta = swish_backward(dact, act_cache)                  # (..., F), β's shape  reverses: act = Swish_β(a)
+    db = dy * act                                                # (..., F)  reverses: y = act * b
+    dh = xp.concatenate([da, db], axis=-1)                       # (..., 2F) reverses: a, b = h[..., :F], h[..., F:]
+    return dh, dbeta

@@ -200,13 +200,23 @@ def combine_masks(*masks):
 
     A single mask is returned as it is, not copied.
     """
-    present = [m for m in masks if m is not None]
+    present = [(i, m) for i, m in enumerate(masks) if m is not None]
+    for i, m in present:
+        check_bool(f"masks[{i}]", m)
     if not present:
         return None
-    combined = present[0]
-    for m in present[1:]:
+    combined = present[0][1]
+    for i, m in present[1:]:
+        if not _broadcasts(combined.shape, m.shape):
+            raise ValueError(f"masks[{i}]: shape {tuple(m.shape)} does not broadcast with the masks before it, "
+                             f"{tuple(combined.shape)}")
         combined = combined & m                            # broadcast shape of the two
     return combined
+
+
+def _broadcasts(a: tuple, b: tuple) -> bool:
+    """Whether shapes ``a`` and ``b`` broadcast (NumPy's rule: each trailing pair equal or a 1)."""
+    return all(x == y or 1 in (x, y) for x, y in zip(tuple(a)[::-1], tuple(b)[::-1]))
 
 
 def additive_mask(mask, dtype):

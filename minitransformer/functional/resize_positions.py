@@ -1,4 +1,4 @@
-"""Resizing a learned position grid to another image size, by linear interpolation.
+"""Resizing a learned position grid to another image size, by linear or cubic interpolation.
 
 A ViT learns one position vector per patch of its training grid; at another image
 size the grid has other dimensions, and DINO (Caron et al. 2021) and its successors
@@ -29,13 +29,27 @@ bilinear resize of the whole grid. (DINO resizes its free 2-D table bicubically;
 linear interpolation keeps a linear table linear and never overshoots the learned
 values.) The [CLS] vector has no place on the grid and is kept as it is.
 
+Cubic (``mode="cubic"``), as DINO's ``mode='bicubic'`` does per direction: E'[i] is read
+from the four rows around u_i, k − 1 .. k + 2 (k = ⌊u_i⌋, t = u_i − k), with Keys' (1981)
+cubic convolution weights, a = −0.75 as in PyTorch's bicubic,
+
+    w(x) = (a + 2)|x|³ − (a + 3)|x|² + 1        |x| <= 1
+         = a|x|³ − 5a|x|² + 8a|x| − 4a          1 < |x| < 2,     0 beyond
+    E'[i] = w(1 + t) E[k − 1] + w(t) E[k] + w(1 − t) E[k + 1] + w(2 − t) E[k + 2]
+
+rows past either end read the end row (PyTorch's border rule), and with align_corners=False
+u_i is not clipped (PyTorch clips it for linear only). The four weights sum to 1 for every t,
+so the factorised grid argument above holds for bicubic too: ``resize_grid_positions(...,
+mode="cubic")`` is exactly the bicubic resize of the grid. Unlike linear, cubic can overshoot:
+a step from 0 to 1 comes out with values below 0 and above 1 next to it.
+
 Forward only: a model is resized once, then trained or evaluated at the new size
 with its new tables as parameters; no gradient flows through the resize.
 """
 from __future__ import annotations
 
 from ..backend import get_xp
-from ..validate import check_dim, check_dtype_like, check_float, check_int, check_ndim, check_size
+from ..validate import check_choice, check_dim, check_dtype_like, check_float, check_int, check_ndim, check_size
 
 
 def _check_table(name: str, E, legend: str) -> None:
@@ -50,10 +64,44 @@ def _check_align_corners(align_corners) -> None:
         raise TypeError(f"align_corners: expected True or False, got {align_corners!r}")
 
 
-def resize_table(E, n_new: int, *, align_corners: bool = True):
-    """E' [i] = (1 − t_i) E[k_i] + t_i E[k_i + 1], read at u_i (the module docstring).
+MODES = ("linear", "cubic")
+KEYS_A = -0.75          # a of Keys' cubic convolution, PyTorch's (and so DINO's) choice
 
-    Inputs: E (n, C) floating, n >= 1; n_new n' >= 1; align_corners (bool).
+
+def _cubic_weight(x):
+    """w(x) of Keys' cubic convolution with a = KEYS_A (the module docstring), for 0 <= x < 2."""
+    xp = get_xp(x)
+    a = KEYS_A
+    near = ((a + 2) * x - (a + 3)) * x * x + 1                      # |x| <= 1
+    far = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a                 # 1 < |x| < 2
+    return xp.where(x <= 1, near, far)
+
+
+def _resize_cubic(E, n_new: int, align_corners: bool):
+    """E'[i] = Σ_{m=-1..2} w(|m − t_i|) E[clip(k_i + m)], read at the unclipped u_i."""
+    xp = get_xp(E)
+    n = E.shape[0]
+    i = xp.arange(n_new, dtype=E.dtype)                                    # (n',)
+    if align_corners:
+        u = i * (n - 1) / (n_new - 1) if n_new > 1 else i * 0              # (n',)
+    else:
+        u = (i + 0.5) * (n / n_new) - 0.5                                  # (n',) not clipped
+    k = (u + 1).astype(xp.int64) - 1                                       # (n',) ⌊u⌋: u + 1 > 0, truncation floors it
+    t = (u - k.astype(E.dtype))[:, None]                                   # (n', 1)
+    out = xp.zeros((n_new, E.shape[1]), dtype=E.dtype)                     # (n', C)
+    for m in (-1, 0, 1, 2):                                                # the four rows around u
+        rows = xp.clip(k + m, 0, n - 1)                                    # (n',) the border row past an end
+        x = xp.abs(m - t)                                                  # (n', 1) distance from u
+        w = _cubic_weight(x)                                               # (n', 1)
+        out = out + w * E[rows]                                            # (n', C)
+    return out
+
+
+def resize_table(E, n_new: int, *, align_corners: bool = True, mode: str = "linear"):
+    """E' [i] = (1 − t_i) E[k_i] + t_i E[k_i + 1], read at u_i (the module docstring); with
+    mode="cubic", Keys' cubic convolution over the four rows around u_i.
+
+    Inputs: E (n, C) floating, n >= 1; n_new n' >= 1; align_corners (bool); mode, "linear" or "cubic".
     Returns: E' (n', C) of E's dtype.
     """
     xp = get_xp(E)
@@ -62,6 +110,9 @@ def resize_table(E, n_new: int, *, align_corners: bool = True):
     n_new = check_int("n_new", n_new, low=1)
     check_size("n_new", (n_new, E.shape[1]))
     _check_align_corners(align_corners)
+    check_choice("mode", mode, MODES)
+    if mode == "cubic":
+        return _resize_cubic(E, n_new, align_corners)
     i = xp.arange(n_new, dtype=E.dtype)                                    # (n',)
     if align_corners:
         u = i * (n - 1) / (n_new - 1) if n_new > 1 else i * 0              # (n',) exactly n − 1 at the end
@@ -73,13 +124,15 @@ def resize_table(E, n_new: int, *, align_corners: bool = True):
     return (1 - t) * E[below] + t * E[above]                               # (n', C)
 
 
-def resize_grid_positions(E_row, E_col, grid_height: int, grid_width: int, *, align_corners: bool = True):
+def resize_grid_positions(E_row, E_col, grid_height: int, grid_width: int, *, align_corners: bool = True,
+                          mode: str = "linear"):
     """The factorised grid tables of functional/grid_positions.py resized to Hp' × Wp' patches.
 
     Inputs: E_row (Hp, C), E_col (Wp, C), one floating dtype; grid_height Hp', grid_width Wp' (>= 1);
-            align_corners (bool): keep the corner vectors (True) or match patch centres (False).
-    Returns: E_row' (Hp', C), E_col' (Wp', C): E_row'[r] + E_col'[s] is the bilinear resize of
-             the grid E_row[r] + E_col[s].
+            align_corners (bool): keep the corner vectors (True) or match patch centres (False);
+            mode: "linear" (bilinear on the grid) or "cubic" (bicubic, as DINO).
+    Returns: E_row' (Hp', C), E_col' (Wp', C): E_row'[r] + E_col'[s] is the bilinear (bicubic)
+             resize of the grid E_row[r] + E_col[s].
     """
     _check_table("E_row", E_row, "(Hp, C)")
     _check_table("E_col", E_col, "(Wp, C)")
@@ -89,6 +142,6 @@ def resize_grid_positions(E_row, E_col, grid_height: int, grid_width: int, *, al
     grid_width = check_int("grid_width", grid_width, low=1)
     check_size("grid_height", (grid_height, E_row.shape[1]))
     check_size("grid_width", (grid_width, E_row.shape[1]))
-    E_row_new = resize_table(E_row, grid_height, align_corners=align_corners)   # (Hp', C)
-    E_col_new = resize_table(E_col, grid_width, align_corners=align_corners)    # (Wp', C)
+    E_row_new = resize_table(E_row, grid_height, align_corners=align_corners, mode=mode)   # (Hp', C)
+    E_col_new = resize_table(E_col, grid_width, align_corners=align_corners, mode=mode)    # (Wp', C)
     return E_row_new, E_col_new

@@ -279,8 +279,14 @@ def filter_logits(logits, temperature=1.0, top_k=None, top_p=None):
         top_k = check_int("top_k", top_k, low=1)
     if top_p is not None:
         top_p = check_number("top_p", top_p, low=0.0, high=1.0, low_open=True)
-    z = logits - logits.max(axis=-1, keepdims=True)           # (B, V): max 0, so z / τ never gives inf - inf
-    z /= temperature
+    top = logits.max(axis=-1, keepdims=True)                  # (B, 1)
+    if np.isnan(logits).any() or not np.isfinite(top).all():
+        raise ValueError("logits: expected finite numbers or -inf (a token ruled out), at least one finite "
+                         "in every row; got NaN, +inf or a row of -inf")
+    z = logits - top                                          # (B, V): max 0, so z / τ never gives inf - inf
+    tau = max(temperature, float(np.finfo(z.dtype).tiny))     # a smaller τ rounds to 0 in z's dtype: 0 / 0 at the max
+    with np.errstate(over="ignore"):                           # z ≪ 0 over a small τ is -inf: its probability's limit, 0
+        z /= tau
     V = z.shape[-1]
     if top_k is not None and top_k < V:
         kth = np.partition(z, V - top_k, axis=-1)[:, V - top_k, None]   # (B, 1) the k-th largest

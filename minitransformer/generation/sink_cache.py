@@ -18,7 +18,7 @@ from __future__ import annotations
 from ..backend import get_xp
 from ..functional.masks import global_window_mask
 from ..layers.kv_cache import KVCache
-from ..models.decoder import DecoderCache
+from ..models.decoder import DecoderCache, DecoderStack
 from ..validate import check_int
 
 
@@ -97,6 +97,7 @@ class SinkDecoderCache(DecoderCache):
     fed; ``position`` is the next token's slot."""
 
     def __init__(self, n_layer: int, n_sink: int, window: int):
+        n_layer = check_int("n_layer", n_layer, low=1)
         super().__init__(n_layer, cross=False)
         self.self_attn = [SinkKVCache(n_sink, window) for _ in range(n_layer)]
 
@@ -108,12 +109,15 @@ class SinkDecoderCache(DecoderCache):
 def rolling_cache(model, n_sink: int, window: int) -> SinkDecoderCache:
     """A rolling cache for ``model`` (a decoder-only stack with RoPE, ALiBi or no positions),
     keeping the first ``n_sink`` positions and the ``window`` most recent."""
+    if not isinstance(model, DecoderStack):
+        raise TypeError(f"model: expected a decoder-only model (a GPT), got {type(model).__name__}; a rolling "
+                        "cache keeps one decoder stack's self-attention keys")
+    if model.cross:
+        raise ValueError("model: a rolling cache is for decoder-only models; expected a GPT, "
+                         "got a cross-attending decoder (an encoder-decoder's)")
     config = model.config
     n_sink = check_int("n_sink", n_sink, low=0)
     window = check_int("window", window, low=1)
-    if getattr(model, "cross", False):
-        raise ValueError("window: a rolling cache is for decoder-only models; expected a GPT, "
-                         "got a cross-attending decoder")
     if config.position in ("learned", "sinusoidal"):
         raise ValueError(f"window: a rolling cache assigns positions by cache slot, which needs relative "
                          f"positions (rope, alibi or none); {config.position} absolute positions "

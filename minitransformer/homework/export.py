@@ -126,6 +126,8 @@ def export(ids, out, *, with_solutions: bool = False, package_dir: Path = PACKAG
         _stub_all(dest, targets)
         if expectations and not in_student_copy(package_dir):
             write_expected(dest, [a.id for a in assignments])
+            from ..trace.compare import write_reference        # the reference trace's numbers (docs/trace.md)
+            write_reference(dest, assignments)
     (out / "HOMEWORK.md").write_text(handout(assignments, package_dir), encoding="utf-8")
     for a in assignments:
         (out / f"starter_{a.id}.py").write_text(starter(a, package_dir), encoding="utf-8")

@@ -60,6 +60,9 @@ def parse_target(target: str) -> tuple[Path, str, str]:
     if len(parts) != 3 or not all(parts):
         raise TargetError(f"{target!r}: {USAGE}")
     path, forward, backward = Path(parts[0]), parts[1], parts[2]
+    if not path.exists() and ":" in parts[0]:       # FILE.py:a:b:c: more parts than three
+        raise TargetError(f"{target!r}: {USAGE} (three parts separated by ':', got "
+                          f"{target.count(':') + 1})")
     if not path.exists():
         raise TargetError(f"{path}: no such file")
     if path.is_dir() or path.suffix != ".py":
@@ -159,8 +162,12 @@ def load_pair(target: str):
 
 
 # ------------------------------------------------------------------ the inputs
+MAX_ENTRIES = 2 ** 22     # one --shapes input: 32 MiB of float64, far more than a gradient check needs
+
+
 def parse_shapes(text: str) -> dict:
-    """"x=2,3,4;W=4,5" -> {"x": (2, 3, 4), "W": (4, 5)}; TargetError on a malformed one."""
+    """"x=2,3,4;W=4,5" -> {"x": (2, 3, 4), "W": (4, 5)}; TargetError on a malformed one, an empty
+    text, a name given twice or an input above MAX_ENTRIES entries."""
     shapes = {}
     for item in filter(None, (s.strip() for s in text.split(";"))):
         name, _, dims = item.partition("=")
@@ -170,7 +177,14 @@ def parse_shapes(text: str) -> dict:
             shape = None
         if not name.strip().isidentifier() or not shape or min(shape) < 1:
             raise TargetError(f"--shapes: expected NAME=D1,D2,...;NAME=... with positive sizes, got {item!r}")
+        if name.strip() in shapes:
+            raise TargetError(f"--shapes: {name.strip()} is given twice, got {text!r}")
+        if int(np.prod(shape, dtype=object)) > MAX_ENTRIES:
+            raise TargetError(f"--shapes: expected at most {MAX_ENTRIES} entries per input, got {item!r} "
+                              f"({int(np.prod(shape, dtype=object))})")
         shapes[name.strip()] = shape
+    if not shapes:
+        raise TargetError(f"--shapes: expected NAME=D1,D2,...;NAME=..., got {text!r}")
     return shapes
 
 
@@ -216,6 +230,7 @@ def check_file(target: str, seed: int = 0, shapes=None) -> tuple[list, bool]:
     rows = []
     compared = graded is not None and not in_student_copy()     # a student's copy holds no reference
     try:
+        _check_returns(forward, backward, case)
         if compared:
             rows += _compared(graded, case, forward, backward, seed)
         num = check_pair(forward, backward, {k: v.copy() for k, v in case.inputs.items()},
@@ -226,6 +241,39 @@ def check_file(target: str, seed: int = 0, shapes=None) -> tuple[list, bool]:
         raise TargetError(f"running the pair raised {_one_line(e)}") from None
     rows += [Row(f"numerical d{r.name}", str(r.shape), r.max_abs_error, r.rel_error, r.ok) for r in num.rows]
     return rows, compared
+
+
+def _check_returns(forward, backward, case) -> None:
+    """Run the pair once and check the form of what it returns, which check_pair would take on
+    trust: (out, cache) from the forward, out floating point; one gradient per input of
+    ``case.wrt``, in order, each an array of its input's shape. TargetError otherwise."""
+    wrt = case.wrt or tuple(k for k, v in case.inputs.items() if v.dtype.kind == "f")
+    result = forward(**{k: np.array(v, copy=True) for k, v in case.inputs.items()}, **case.kwargs)
+    if not (isinstance(result, (tuple, list)) and len(result) == 2):
+        got = f"a tuple of {len(result)}" if isinstance(result, (tuple, list)) else _kind(result)
+        raise TargetError(f"{forward.__name__} must return (out, cache), got {got}")
+    out, cache = result
+    if np.asarray(out).dtype.kind != "f":
+        raise TargetError(f"{forward.__name__}'s out: expected floating point numbers, got {_kind(out)}")
+    grads = backward(np.ones_like(out) if np.ndim(out) else 1.0, cache)
+    grads = tuple(grads) if isinstance(grads, (tuple, list)) else (grads,)
+    if len(grads) != len(wrt):
+        raise TargetError(f"{backward.__name__} returned {len(grads)} gradient{'s' * (len(grads) != 1)} for "
+                          f"the {len(wrt)} input{'s' * (len(wrt) != 1)} {', '.join(wrt)} of "
+                          f"{forward.__name__}: expected one per input, in that order")
+    for name, grad in zip(wrt, grads):
+        shape = tuple(np.shape(case.inputs[name]))
+        if getattr(grad, "shape", None) is None or tuple(grad.shape) != shape:
+            got = f"shape {tuple(grad.shape)}" if getattr(grad, "shape", None) is not None else _kind(grad)
+            raise TargetError(f"{backward.__name__}'s d{name}: expected an array of {name}'s shape {shape}, "
+                              f"got {got}")
+
+
+def _kind(value) -> str:
+    """What a value is, for a message: 'ndarray of shape (2, 3) and dtype int64', 'NoneType'."""
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return f"{type(value).__name__} of shape {tuple(value.shape)} and dtype {value.dtype}"
+    return type(value).__name__
 
 
 def _compared(graded, case, forward, backward, seed) -> list:

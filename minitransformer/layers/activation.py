@@ -5,7 +5,8 @@ keeps the cache, backward(dy) returns dx. ``make_activation(name)`` builds one f
 the config value; ``ACTIVATIONS``, the names it knows, is the project's one list of
 activations (configs validate against it, the gradient-check suite iterates it):
 add an activation to ``_MAKERS`` and it is everywhere. Swish alone has a
-parameter, its learned β (one number). The gated units take
+parameter, its learned β (one number); ``SwiGLUBeta``, SwiGLU with the deck's general β,
+is a Module of its own, outside the list. The gated units take
 the FFN's first projection at width 2F and return width F: a FeedForward checks
 ``name in GATED_ACTIVATIONS`` to size that projection.
 """
@@ -17,8 +18,10 @@ from ..functional.twins import twin
 from .. import init
 from ..functional.activations import (GELU_APPROXIMATIONS, gelu_backward, gelu_forward, relu_backward,
                                       relu_forward, silu_backward, silu_forward, swish_backward, swish_forward)
-from ..functional.gated import geglu_backward, geglu_forward, swiglu_backward, swiglu_forward
+from ..functional.gated import (geglu_backward, geglu_forward, swiglu_backward, swiglu_beta_backward,
+                                swiglu_beta_forward, swiglu_forward)
 from ..validate import check_choice, check_number
+from .linear import check_input
 from .module import Module
 
 GATED_ACTIVATIONS = ("geglu", "swiglu")
@@ -74,6 +77,7 @@ class Swish(Module):
         self.add_param("beta", init.ones((1,), dtype) * check_number("beta", beta, finite=True))
 
     def forward(self, x):
+        check_input("x", x, self.beta)            # x's dtype against β's: name x, the caller's array
         y, cache = swish_forward(x, self.beta)
         self._save(cache, y)
         return y
@@ -96,6 +100,25 @@ class SwiGLU(_Activation):
 
     def __init__(self):
         super().__init__(swiglu_forward, swiglu_backward)
+
+
+class SwiGLUBeta(Module):
+    """h (..., 2F) = [a | b] -> Swish_β(a) ⊙ b (..., F), with a learned β (one number, initialised to
+    ``beta``; 1 is SwiGLU). Not in ACTIVATIONS: the architecture deck's general form, for lectures."""
+
+    def __init__(self, beta: float = 1.0, dtype=np.float32):
+        super().__init__()
+        self.add_param("beta", init.ones((1,), dtype) * check_number("beta", beta, finite=True))
+
+    def forward(self, h):
+        y, cache = swiglu_beta_forward(h, self.beta)
+        self._save(cache, y)
+        return y
+
+    def backward(self, dy):
+        dh, dbeta = swiglu_beta_backward(dy, self._pop_cache(dy, "dy"))
+        self._accumulate("beta", dbeta)
+        return dh
 
 
 _MAKERS = {

@@ -287,6 +287,8 @@ class MultiHeadAttention(Module):
         C = self.W_o.shape[1]
         check_ndim("x", x, 3, "(B, T, C)")
         check_dim("x", x, 2, C, "C = d_model")
+        if 0 in x.shape[:2]:
+            raise ValueError(f"x: expected at least one row and one position (B, T >= 1), got shape {tuple(x.shape)}")
         check_float("x", x)
         check_dtype_like("x", x, self.W_o, "the parameters")
         if kv_cache is not None and not isinstance(kv_cache, KVCache):
@@ -303,6 +305,8 @@ class MultiHeadAttention(Module):
             raise ValueError("memory: cross-attention expected the memory (B, S, C), got None")
         check_ndim("memory", memory, 3, "(B, S, C)")
         check_dim("memory", memory, 0, x.shape[0], "B, the batch of x")
+        if memory.shape[1] == 0:
+            raise ValueError(f"memory: expected at least one position (S >= 1), got shape {tuple(memory.shape)}")
         check_dim("memory", memory, 2, C, "C = d_model")
         check_dtype_like("memory", memory, x, "x")
         return memory.shape[1]

@@ -5,6 +5,9 @@
                       -> Residual(cross-attention over the encoder memory)   (when cross)
                       -> Residual(FFN)
 
+The FFN is a FeedForward, or with ``BlockSpec.ffn == "moe"`` a sparse mixture of experts
+(layers/moe.py, MoEFeedForward: a router sends each token to top_k of n_experts FFNs).
+
 Backward runs the sublayers in exact reverse order; each Residual adds its
 identity-branch gradient. The cross-attention's memory gradient is returned so
 the model can send it back into the encoder.
@@ -38,6 +41,7 @@ from .attention_positions import NoPositions
 from .dropout import Dropout
 from .ffn import FeedForward
 from .module import Module
+from .moe import MoEFeedForward
 from .norm import make_norm
 from .residual import Residual
 
@@ -62,6 +66,12 @@ class BlockSpec:
     positions: NoPositions = field(default_factory=NoPositions)   # the position hook (RoPE(), ALiBi() ...)
     pattern: Full | None = None         # the keys a query sees; None: Causal() in a DecoderBlock, Full() in
     #                                     an EncoderBlock
+    # ---- the feed-forward sublayer: one FFN, or a sparse mixture of experts (layers/moe.py)
+    ffn: str = "dense"                  # "dense" | "moe"
+    n_experts: int = 4                  # E: experts of an MoE FFN
+    top_k: int = 1                      # k: experts per token
+    capacity_factor: float | None = 1.25  # expert slots = ⌈factor · N·k / E⌉ in training; None = no limit
+    moe_aux_weight: float = 0.01        # α, the weight of the load-balancing loss
 
     def __post_init__(self):
         # The rest is checked by the Modules a block builds; these a Module would take as "its default".
@@ -80,6 +90,17 @@ def _attention(spec: BlockSpec, rng, dtype, dropout_rng, **objects) -> MultiHead
     return MultiHeadAttention(spec.d_model, spec.n_head, n_kv_head=spec.n_kv_head, bias=spec.bias,
                               attn_p_drop=spec.attn_p_drop, dropout_rng=dropout_rng, rng=rng,
                               init_std=spec.init_std, out_std=spec.out_std, dtype=dtype, **objects)
+
+
+def _ffn(spec: BlockSpec, rng, dtype):
+    """The feed-forward sublayer: one FeedForward, or a mixture of experts (``spec.ffn == "moe"``)."""
+    if spec.ffn == "moe":
+        return MoEFeedForward(spec.d_model, spec.d_ff, spec.n_experts, spec.top_k,
+                              capacity_factor=spec.capacity_factor, activation=spec.activation, bias=spec.bias,
+                              aux_weight=spec.moe_aux_weight, rng=rng, init_std=spec.init_std,
+                              out_std=spec.out_std, dtype=dtype)
+    return FeedForward(spec.d_model, spec.d_ff, spec.activation, bias=spec.bias, rng=rng,
+                       init_std=spec.init_std, out_std=spec.out_std, dtype=dtype)
 
 
 class _Replay(NamedTuple):
@@ -157,10 +178,7 @@ class EncoderBlock(_RecomputableBlock):
         rng = default_rng(rng)
         attention = _attention(spec, rng, dtype, dropout_rng, positions=spec.positions, pattern=spec.pattern)
         self.add_child("attn", _residual(spec, attention, dropout_rng, dtype))
-        self.add_child("ffn", _residual(spec, FeedForward(spec.d_model, spec.d_ff, spec.activation,
-                                                          bias=spec.bias, rng=rng, init_std=spec.init_std,
-                                                          out_std=spec.out_std, dtype=dtype),
-                                        dropout_rng, dtype))
+        self.add_child("ffn", _residual(spec, _ffn(spec, rng, dtype), dropout_rng, dtype))
 
     def forward(self, x, key_padding_mask=None):
         x = self.attn.forward(x, key_padding_mask=key_padding_mask)   # (B, S, C)
@@ -185,10 +203,7 @@ class DecoderBlock(_RecomputableBlock):
         if cross:
             cross_attention = _attention(spec, rng, dtype, dropout_rng, cross=True)
             self.add_child("cross_attn", _residual(spec, cross_attention, dropout_rng, dtype))
-        self.add_child("ffn", _residual(spec, FeedForward(spec.d_model, spec.d_ff, spec.activation,
-                                                          bias=spec.bias, rng=rng, init_std=spec.init_std,
-                                                          out_std=spec.out_std, dtype=dtype),
-                                        dropout_rng, dtype))
+        self.add_child("ffn", _residual(spec, _ffn(spec, rng, dtype), dropout_rng, dtype))
 
     def forward(self, x, memory=None, memory_padding_mask=None, kv_cache=None, cross_kv_cache=None):
         x = self.attn.forward(x, kv_cache=kv_cache)                               # (B, T, C)

@@ -2,7 +2,8 @@
 
 The variants the lectures teach are values here, not subclasses: ``norm``,
 ``norm_position``, ``activation``, ``position``, ``n_kv_head`` (grouped-query),
-``window`` (sliding window), ``tie_weights``. Every message names the
+``window`` (sliding window), ``tie_weights``, ``ffn`` (dense or a mixture of
+experts, with ``n_experts``, ``top_k``, ``capacity_factor``). Every message names the
 field, what was expected and what was given.
 """
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import ClassVar
 
+from ..functional.moe import EXPERT_ACTIVATIONS
 from ..layers.activation import ACTIVATIONS
 from ..layers.attention_pattern import make_pattern
 from ..layers.attention_positions import make_positions
@@ -18,6 +20,7 @@ from ..layers.norm import NORMS
 from ..validate import check_choice, check_int, check_items, check_number
 
 NORM_POSITIONS = ("pre", "post")
+FFN_KINDS = ("dense", "moe")
 
 
 def check_bool_field(name: str, value) -> None:
@@ -25,7 +28,6 @@ def check_bool_field(name: str, value) -> None:
     if not isinstance(value, bool):
         raise TypeError(f"{name}: expected True or False, got {type(value).__name__} {value!r}")
 POSITIONS = ("learned", "sinusoidal", "rope", "alibi", "shaw", "t5", "none")
-RELATIVE_POSITIONS = ("shaw", "t5")      # learned inside each self-attention layer
 
 
 class DictRoundTrip:
@@ -76,6 +78,13 @@ class TransformerConfig(DictRoundTrip):
     rope_scale: float = 1.0            # RoPE position interpolation: position m is rotated as m / rope_scale
     share_relative_bias: bool = False  # T5: one rel_bias table per stack, shared by its layers (needs "t5")
 
+    # ---- the feed-forward sublayer: dense, or a sparse mixture of experts (layers/moe.py)
+    ffn: str = "dense"                 # "dense" (one FFN per block) or "moe" (n_experts FFNs, top_k per token)
+    n_experts: int = 4                 # E: experts per MoE layer
+    top_k: int = 1                     # k: experts per token (Switch Transformer: 1; Mixtral: 2)
+    capacity_factor: float | None = 1.25   # expert slots ⌈factor · N·k / E⌉ in training; None = no limit
+    moe_aux_weight: float = 0.01       # α: weight of the load-balancing loss in the training loss
+
     # T5's bucket rule for this family's self-attention: both ways (True) or causal (False)
     bidirectional_attention: ClassVar[bool] = True
 
@@ -104,6 +113,19 @@ class TransformerConfig(DictRoundTrip):
         self._check_attention_extensions()
         make_positions(self, causal=not self.bidirectional_attention)   # the position fields, checked there
         make_pattern(self, causal=True)     # window, dilation, global_positions (an encoder's: EncoderConfig)
+        self._check_ffn()
+
+    def _check_ffn(self) -> None:
+        """The mixture-of-experts fields (read only with ffn="moe", checked always)."""
+        check_choice("ffn", self.ffn, FFN_KINDS)
+        check_int("n_experts", self.n_experts, low=1)
+        check_int("top_k", self.top_k, low=1, high=self.n_experts)
+        if self.capacity_factor is not None:
+            check_number("capacity_factor", self.capacity_factor, low=0.0, low_open=True, finite=True)
+        check_number("moe_aux_weight", self.moe_aux_weight, low=0.0, finite=True)
+        if self.ffn == "moe" and self.activation not in EXPERT_ACTIVATIONS:
+            raise ValueError(f"activation: the experts take one of {tuple(EXPERT_ACTIVATIONS)}, "
+                             f"got {self.activation!r} with ffn='moe'")
 
     def _check_attention_extensions(self) -> None:
         """Attention dropout, the global positions' range, T5's shared table."""
@@ -129,7 +151,9 @@ class TransformerConfig(DictRoundTrip):
                          n_kv_head=self.n_kv_head, norm=self.norm, norm_position=self.norm_position,
                          eps=self.eps, activation=self.activation, p_drop=self.p_drop,
                          bias=self.bias, init_std=self.init_std, out_std=out_std, attn_p_drop=self.attn_p_drop,
-                         positions=make_positions(self, causal), pattern=make_pattern(self, causal))
+                         positions=make_positions(self, causal), pattern=make_pattern(self, causal),
+                         ffn=self.ffn, n_experts=self.n_experts, top_k=self.top_k,
+                         capacity_factor=self.capacity_factor, moe_aux_weight=self.moe_aux_weight)
 
 
 @dataclass

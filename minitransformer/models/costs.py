@@ -15,24 +15,30 @@ multiply and an add per weight), so a token's forward pass through N multiplied 
 costs 2N; attention adds the scores Q Kᵀ and the sum P V, 2 · 2 · T · C per layer for a
 token that sees T others (C = H · D), of which Kaplan et al. count the causal half:
 
-    forward   ≈ 2 N + 2 · n_layer · T · C            (Kaplan's C_forward, with n_ctx = T)
+    forward   ≈ 2 N + 2 · n_layer · T · C            (the form of Kaplan's C_forward, with n_ctx = T)
     training  ≈ 3 × forward ≈ 6 N + ...               (the backward costs two forwards:
                                                       one product for the input's gradient, one for the weight's)
 
 N here counts the weights that take part in a product: every parameter except the lookup
 tables (learned positions; the token embedding unless it is tied to the output matrix, which
-multiplies). Norms, biases and the softmax are a few FLOPs a number, left out as in the paper.
+multiplies). Kaplan et al.'s N is smaller: the blocks' weights only (12 · n_layer · C² for
+d_ff = 4C), without the output matrix, the biases and the norms; the same formula with their
+N gives a lower count (lecture 11 computes both for GPT-2 small). The softmax and the norms'
+own arithmetic are a few FLOPs a number, left out as in the paper. In a mixture of experts
+(ffn="moe") a token multiplies by the router and its k experts only: N is then
+``active_parameters``, the parameters per token, far fewer than the total.
 """
 from __future__ import annotations
 
-from ..validate import check_int, check_number
+from ..validate import check_flag, check_int, check_number
 from .config import GPTConfig
-from .presets import count_parameters
+from .presets import count_parameters, ffn_parameters
 
 
 def _check_decoder(config) -> GPTConfig:
     if not isinstance(config, GPTConfig):
         raise TypeError(f"config: expected a GPTConfig (a decoder), got {type(config).__name__}")
+    config.__post_init__()          # checked again: a field set after construction (n_layer = -12) is not
     return config
 
 
@@ -55,10 +61,21 @@ def matmul_parameters(config) -> int:
     return count_parameters(c) - lookups
 
 
+def active_parameters(config) -> int:
+    """The parameters one token's forward pass multiplies by: ``matmul_parameters``, less, in a
+    mixture of experts (ffn="moe"), the E − k experts per layer that the token skips (the
+    router still scores all E)."""
+    c = _check_decoder(config)
+    skipped = c.n_layer * (c.n_experts - c.top_k) if c.ffn == "moe" else 0
+    return matmul_parameters(c) - skipped * ffn_parameters(c)
+
+
 def flops_per_token(config, context: int, training: bool = False) -> int:
     """2 N + 2 · n_layer · context · C for a forward pass (one token attending to ``context``
-    tokens); three times that with ``training`` (forward + backward)."""
+    tokens); three times that with ``training`` (forward + backward). N counts the parameters
+    the token multiplies by (``active_parameters``: all of them but the experts it skips)."""
     c = _check_decoder(config)
     T = check_int("context", context, low=0)
-    forward = 2 * matmul_parameters(c) + 2 * c.n_layer * T * c.d_model
+    training = check_flag("training", training)         # "False" is a true string
+    forward = 2 * active_parameters(c) + 2 * c.n_layer * T * c.d_model
     return 3 * forward if training else forward

@@ -57,7 +57,7 @@ from dataclasses import replace
 from ..layers.activation import GATED_ACTIVATIONS
 from .classifier_config import TabularConfig, ViTConfig
 from .config import EncoderConfig, GPTConfig, Seq2SeqConfig
-from ..validate import check_choice
+from ..validate import check_choice, check_items
 
 _BERT = dict(vocab_size=30522, block_size=512, type_vocab_size=2, p_drop=0.1, eps=1e-12, activation="gelu",
              norm_position="post", position="learned", embedding_norm=True, mlm_head=False, pooler=True)
@@ -115,11 +115,19 @@ def _attention(c) -> int:
     return _linear(C, (H + 2 * G) * D, c.bias) + _linear(H * D, C, c.bias)
 
 
-def _ffn(c) -> int:
+def ffn_parameters(c) -> int:
+    """The parameters of ONE feed-forward network of ``c``'s blocks (one expert, with ffn="moe")."""
     F = c.d_ff or 4 * c.d_model
     width = 2 * F if c.activation in GATED_ACTIVATIONS else F          # a gated unit halves its input
     swish_beta = 1 if c.activation == "swish" else 0                   # Swish's learned β
     return _linear(c.d_model, width, c.bias) + swish_beta + _linear(F, c.d_model, c.bias)
+
+
+def _ffn(c) -> int:
+    """One FFN; with ffn="moe", E of them and the router W_router (C, E), which has no bias."""
+    if getattr(c, "ffn", "dense") == "moe":
+        return c.d_model * c.n_experts + c.n_experts * ffn_parameters(c)
+    return ffn_parameters(c)
 
 
 def _relative(c) -> int:
@@ -232,9 +240,14 @@ def notable_models(names=None) -> list[dict]:
     Returns: a list of dicts with the keys NOTABLE_COLUMNS (ints for the sizes, strings for
     the rest; "layers" of an encoder-decoder is the layers per stack).
     """
+    if isinstance(names, str):
+        raise TypeError(f"names: expected a list of preset names (e.g. [{names!r}]) or None, got the str {names!r}")
     rows = []
-    for name in (tuple(PRESETS) if names is None else names):
-        c = preset(name)
+    for i, name in enumerate(tuple(PRESETS) if names is None else check_items("names", names)):
+        try:
+            c = preset(name)
+        except (TypeError, ValueError) as e:         # preset names its own argument, "name"
+            raise type(e)(f"names[{i}]: {str(e).partition(': ')[2]}") from None
         rows.append({"model": name, "family": _family(c), "layers": c.n_layer, "d_model": c.d_model,
                      "heads": c.n_head, "kv heads": c.n_kv_head or c.n_head, "d_ff": c.d_ff or 4 * c.d_model,
                      "vocab": c.vocab_size, "context": c.block_size, "norm": f"{c.norm_position}-{c.norm}",

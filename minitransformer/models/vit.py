@@ -85,7 +85,7 @@ class ViT(Module):
         dZ = self.cls.backward(dx)                                        # (B, N, C)
         return self.patches.backward(dZ)                                  # (B, H, W, C_in)
 
-    def resize(self, image_size: int, *, align_corners: bool = True) -> "ViT":
+    def resize(self, image_size: int, *, align_corners: bool = True, mode: str = "linear") -> "ViT":
         """Take images of image_size × image_size pixels from now on; returns the model.
 
         The row and column position tables are interpolated to the new grid
@@ -93,12 +93,12 @@ class ViT(Module):
         the corner patches keep their vectors); every other parameter stays as it is,
         since the patch embedding, the blocks and the head do not depend on the
         number of patches. In place: the position tables are new arrays with zero
-        gradients, so build the optimizer after resizing.
+        gradients, so build the optimizer after resizing. ``mode="cubic"``: bicubic, as DINO.
         """
         config = dataclasses.replace(self.config, image_size=image_size)   # checked: a multiple of patch_size
         check_size("image_size", (config.grid, config.d_model))            # the new tables, before allocating
         E_row, E_col = resize_grid_positions(self.pos.E_row, self.pos.E_col, config.grid, config.grid,
-                                             align_corners=align_corners)
+                                             align_corners=align_corners, mode=mode)
         self.pos.add_param("E_row", E_row)                                 # (Hp', C), a zero gradient
         self.pos.add_param("E_col", E_col)                                 # (Wp', C)
         self.pos.release_caches()

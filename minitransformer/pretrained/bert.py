@@ -30,6 +30,7 @@ BERT_WEIGHTS below (the only place where the checkpoint's own names appear):
 from __future__ import annotations
 
 import json
+import re
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -51,6 +52,11 @@ TOKENIZER_CONFIG_FILE = "tokenizer_config.json"      # Hugging Face: do_lower_ca
 # gelu_new and gelu_pytorch_tanh are both GPT-2's tanh approximation.
 ACTIVATION_OF_HIDDEN_ACT = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
                             "relu": "relu"}
+# config.json's field of each EncoderConfig field it sets: a refused value is named as the file names it.
+FIELD_OF_CONFIG = {"vocab_size": "vocab_size", "block_size": "max_position_embeddings",
+                   "n_layer": "num_hidden_layers", "n_head": "num_attention_heads", "d_model": "hidden_size",
+                   "d_ff": "intermediate_size", "eps": "layer_norm_eps", "type_vocab_size": "type_vocab_size",
+                   "pad_id": "pad_token_id"}
 
 
 class WeightRule(NamedTuple):
@@ -140,17 +146,23 @@ def encoder_config_from_bert(cfg: dict, source="config.json") -> EncoderConfig:
     if hidden_act not in ACTIVATION_OF_HIDDEN_ACT:
         raise ValueError(f"{source}: hidden_act: expected one of {tuple(ACTIVATION_OF_HIDDEN_ACT)}, "
                          f"got {hidden_act!r}")
+    eps = cfg.get("layer_norm_eps", 1e-12)
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)):
+        raise ValueError(f"{source}: layer_norm_eps: expected a number, got {eps!r}")
     try:
         return EncoderConfig(
             vocab_size=need("vocab_size"), block_size=need("max_position_embeddings"),
             n_layer=need("num_hidden_layers"), n_head=need("num_attention_heads"),
             d_model=need("hidden_size"), d_ff=need("intermediate_size"),
-            norm="layernorm", norm_position="post", eps=float(cfg.get("layer_norm_eps", 1e-12)),
+            norm="layernorm", norm_position="post", eps=float(eps),
             activation=ACTIVATION_OF_HIDDEN_ACT[hidden_act], position="learned", p_drop=0.0, bias=True,
             type_vocab_size=cfg.get("type_vocab_size", 2), embedding_norm=True, mlm_head=False,
             n_classes=0, pad_id=cfg.get("pad_token_id") or 0)   # null in some configs
-    except (ValueError, TypeError) as err:   # the config's own check names our field
-        raise ValueError(f"{source}: unsupported values: {err}") from None
+    except (ValueError, TypeError) as err:   # the config's own check names our field: name the file's
+        names = re.compile(r"\b(" + "|".join(FIELD_OF_CONFIG) + r")\b")
+        message = names.sub(lambda m: FIELD_OF_CONFIG[m.group(1)], str(err))
+        unsupported = "" if str(err).partition(": ")[0] in FIELD_OF_CONFIG else "unsupported values: "
+        raise ValueError(f"{source}: {unsupported}{message}") from None
 
 
 def load_bert_weights(model: Encoder, path) -> None:
@@ -245,10 +257,17 @@ def _tokenizer(directory: Path, config: EncoderConfig) -> WordPieceTokenizer:
     max_length = config.block_size
     if (directory / SENTENCE_CONFIG_FILE).is_file():
         sentence_cfg = _read_json(directory / SENTENCE_CONFIG_FILE)
-        max_length = min(int(sentence_cfg.get("max_seq_length", max_length)), max_length)
+        limit = sentence_cfg.get("max_seq_length", max_length)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"{directory / SENTENCE_CONFIG_FILE}: max_seq_length: expected a positive integer, "
+                             f"got {limit!r}")
+        max_length = min(limit, max_length)
     lowercase = True
     if (directory / TOKENIZER_CONFIG_FILE).is_file():
-        lowercase = bool(_read_json(directory / TOKENIZER_CONFIG_FILE).get("do_lower_case", True))
+        lowercase = _read_json(directory / TOKENIZER_CONFIG_FILE).get("do_lower_case", True)
+        if not isinstance(lowercase, bool):
+            raise ValueError(f"{directory / TOKENIZER_CONFIG_FILE}: do_lower_case: expected true or false, "
+                             f"got {lowercase!r}")
     tokenizer = WordPieceTokenizer.from_vocab_file(directory / VOCAB_FILE, lowercase=lowercase,
                                                    max_length=max_length)
     if tokenizer.vocab_size > config.vocab_size:
@@ -285,6 +304,9 @@ def _check_dtype(dtype):
 def _read_json(path: Path) -> dict:
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not UTF-8 text: byte {err.object[err.start]:#04x} at offset {err.start} "
+                         "cannot be decoded") from None
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: not valid JSON ({err})") from None
     except RecursionError:

@@ -406,7 +406,7 @@ def _checked_special_tokens(special_tokens) -> tuple:
 def _checked_merges(merges) -> list:
     """Pairs (a, b) of ids that exist before merge r: a, b < 256 + r; no pair twice."""
     checked, seen = [], set()
-    for r, pair in enumerate(merges):
+    for r, pair in enumerate(check_items("merges", merges)):
         ok = (isinstance(pair, (list, tuple)) and len(pair) == 2 and all(
             isinstance(i, numbers.Integral) and not isinstance(i, bool) and 0 <= i < N_BYTES + r
             for i in pair))

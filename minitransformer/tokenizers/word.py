@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from ..validate import check_int, check_token_ids
+from ..validate import check_int, check_items, check_token_ids
 
 UNK = "<unk>"
 PIECE = re.compile(r"\w+|[^\w\s]|\s+")     # a word, one punctuation mark, or a run of whitespace
@@ -40,7 +40,7 @@ class WordTokenizer:
     kind = "word"   # the "type" entry of to_dict
 
     def __init__(self, words):
-        words = list(words)
+        words = check_items("words", words)
         if not words or words[0] != UNK:
             raise ValueError(f"words: expected {UNK!r} first (id 0), got {words[:1]}")
         for i, w in enumerate(words[1:], start=1):

@@ -6,10 +6,13 @@ Writes are atomic: the file is written next to its destination under a temporary
 name and renamed over it (``os.replace`` is atomic on POSIX and Windows), so a
 failed or interrupted save leaves the previous checkpoint intact. A parameter or
 optimizer buffer holding NaN or inf is refused (ValueError) before anything is
-written: a diverged run never overwrites the last good checkpoint.
+written: a diverged run never overwrites the last good checkpoint. A temporary left
+by a save that a kill cut short (``.ckpt-*.npz.tmp``) is removed when the next run
+into that folder starts (``remove_stale_temporaries``, which ``train`` calls).
 """
 from __future__ import annotations
 
+import glob
 import json
 import os
 import tempfile
@@ -23,6 +26,7 @@ from ..validate import check_path
 from ..backend import to_numpy
 
 PARAM, OPTIM, META = "param/", "optim/", "meta.json"
+TEMPORARY = ".ckpt-*.npz.tmp"       # _write_atomically's temporary names, beside the checkpoint
 
 
 def save_checkpoint(path, model, *, optimizer_state: dict | None = None, meta: dict | None = None) -> None:
@@ -58,7 +62,8 @@ def save_checkpoint(path, model, *, optimizer_state: dict | None = None, meta: d
 
 def _write_atomically(path: str, directory: str, arrays: dict) -> None:
     """Write under a temporary name beside ``path``, then rename it over ``path``."""
-    fd, tmp = tempfile.mkstemp(prefix=".ckpt-", suffix=".npz.tmp", dir=directory)
+    prefix, _, suffix = TEMPORARY.partition("*")
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=directory)
     try:
         os.chmod(tmp, 0o666 & ~_umask())        # mkstemp makes it 0600; a checkpoint is shared like any file
         with os.fdopen(fd, "wb") as f:
@@ -72,6 +77,21 @@ def _write_atomically(path: str, directory: str, arrays: dict) -> None:
         raise
 
 
+def remove_stale_temporaries(path) -> list[str]:
+    """Remove the temporaries of saves to ``path``'s folder that never finished (a kill between
+    the write and the rename); returns their names. Called when a run starts: no save of
+    this run is under way then, and one run at a time writes a run folder."""
+    directory = os.path.dirname(os.path.abspath(check_path("path", path)))
+    removed = []
+    for tmp in sorted(glob.glob(os.path.join(glob.escape(directory), TEMPORARY))):
+        try:
+            os.remove(tmp)
+            removed.append(os.path.basename(tmp))
+        except FileNotFoundError:
+            pass
+    return removed
+
+
 def _umask() -> int:
     """The process's umask (reading it means setting it: it is set straight back)."""
     mask = os.umask(0o022)
@@ -82,6 +102,10 @@ def _umask() -> int:
 def load_checkpoint(path) -> tuple[dict, dict, dict]:
     """Returns (parameters, optimizer_state, meta); a clear ValueError for a bad file."""
     path = check_path("path", path)
+    if os.path.isdir(path):
+        inside = os.path.join(path, "checkpoint.npz")
+        raise IsADirectoryError(f"checkpoint: {path} is a folder, not a checkpoint file; the file train "
+                                f"writes there is {inside} ({'it exists' if os.path.isfile(inside) else 'not there either'})")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"checkpoint: no file at {path}")
     try:

@@ -49,6 +49,8 @@ def load_text(path=None) -> str:
         return default_corpus()
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path: expected a file path (str or os.PathLike) or None, got {type(path).__name__}")
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"path: expected a UTF-8 text file, got the folder {os.fspath(path)!r}")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"path: expected a UTF-8 text file, no file at {os.fspath(path)!r}")
     try:

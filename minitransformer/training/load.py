@@ -15,13 +15,16 @@ from .checkpoint import load_checkpoint
 
 FAMILIES = {"gpt": (GPT, GPTConfig), "encoder": (Encoder, EncoderConfig), "seq2seq": (Seq2Seq, Seq2SeqConfig),
             "vit": (ViT, ViTConfig), "tabular": (TabularTransformer, TabularConfig)}
+NO_TOKENIZER = ("seq2seq", "vit", "tabular")   # trained on generated token ids, images, table rows: no text
 
 
 def load_model(path):
     """(model in eval mode, tokenizer or None) from the checkpoint at ``path``.
 
-    The tokenizer is None for a checkpoint trained on token ids directly (the
-    seq2seq copy/reverse/sort tasks) or on no tokens at all (vit, tabular). ValueError names what the file lacks.
+    The tokenizer is the run's (CharTokenizer or ByteBPETokenizer) for the text families,
+    gpt and encoder; it is None for the families in NO_TOKENIZER, which train on no text:
+    seq2seq (generated token ids: the copy/reverse/sort tasks), vit (images) and tabular
+    (table rows). ValueError names what the file lacks.
     """
     params, _, meta = load_checkpoint(path)
     family = meta.get("family")

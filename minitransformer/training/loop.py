@@ -25,18 +25,20 @@ import time
 
 import numpy as np
 
-from .checkpoint import generator_state
+from .checkpoint import generator_state, remove_stale_temporaries
 from .config import TrainConfig, TrainResult, final_eval_batch_count
 from .divergence import TrainingDiverged, check_grad_norm, check_loss, check_weights
 from .interrupt import SigintGuard, TrainingInterrupted, save_interrupted
 from .loss import task_loss, task_loss_backward
-from .resume import ResumeMismatch, dropout_generators, restore, save_run
+from .resume import BadRunState, ResumeMismatch, dropout_generators, restore, save_run
 from ..functional.twins import twin
 from ..layers.blocks import set_recompute
-from ..optim import AdamW, clip_grad_norm, warmup_cosine_schedule
+from ..layers.module import Module
+from ..optim import AdamW, Optimizer, clip_grad_norm, warmup_cosine_schedule
+from ..validate import check_flag, check_int, check_path
 
 __all__ = ["TrainConfig", "TrainResult", "train", "train_step", "evaluate", "make_optimizer",
-           "final_eval_batch_count", "TrainingDiverged", "TrainingInterrupted", "ResumeMismatch"]
+           "final_eval_batch_count", "TrainingDiverged", "TrainingInterrupted", "ResumeMismatch", "BadRunState", "check_run_inputs"]
 
 
 def make_optimizer(model, cfg: TrainConfig) -> AdamW:
@@ -84,6 +86,37 @@ def evaluate(model, task, split: str, n_batches: int, seed: int, device="cpu") -
     return total / n_batches
 
 
+def check_run_inputs(model, task, cfg) -> None:
+    """TypeError naming the argument unless ``model`` is a Module, ``task`` draws and runs batches
+    (``batch(split, rng)``, ``forward(model, batch)``) and ``cfg`` is a TrainConfig."""
+    if not isinstance(model, Module):
+        raise TypeError(f"model: expected a Module (GPT, Encoder, Seq2Seq, ...), got {type(model).__name__}")
+    if not all(callable(getattr(task, m, None)) for m in ("batch", "forward", "tokens")):
+        raise TypeError(f"task: expected a task with batch(split, rng), forward(model, batch) and "
+                        f"tokens(batch) (training/tasks.py), got {type(task).__name__}")
+    if not isinstance(cfg, TrainConfig):
+        raise TypeError(f"cfg: expected a TrainConfig, got {type(cfg).__name__}")
+
+
+def _check_options(optimizer, checkpoint_path, resume, meta, log, stop_after, allow_config_change):
+    """train()'s keyword arguments, each refused by name (an empty path is not None, "no" is not
+    False); returns the checkpoint path as a str, or None."""
+    if optimizer is not None and not isinstance(optimizer, Optimizer):
+        raise TypeError(f"optimizer: expected an Optimizer (SGD, Adam, AdamW) or None, got {type(optimizer).__name__}")
+    if checkpoint_path is not None:
+        checkpoint_path = check_path("checkpoint_path", checkpoint_path)
+    if check_flag("resume", resume) and checkpoint_path is None:
+        raise ValueError("checkpoint_path: resume=True needs the checkpoint to continue from, got None")
+    check_flag("allow_config_change", allow_config_change)
+    if meta is not None and not isinstance(meta, dict):
+        raise TypeError(f"meta: expected a dict (saved in the checkpoint) or None, got {type(meta).__name__}")
+    if not callable(log):
+        raise TypeError(f"log: expected a function of one line (print), got {type(log).__name__}")
+    if stop_after is not None:
+        check_int("stop_after", stop_after, low=1)
+    return checkpoint_path
+
+
 def train(model, task, cfg: TrainConfig, *, optimizer=None, checkpoint_path=None, resume=False, meta=None,
           device="cpu", log=print, stop_after=None, allow_config_change=False) -> TrainResult:
     """Train ``model`` on ``task`` for ``cfg.steps`` steps; see the module docstring.
@@ -94,8 +127,11 @@ def train(model, task, cfg: TrainConfig, *, optimizer=None, checkpoint_path=None
     from there). Ctrl-C saves the last completed step and raises ``TrainingInterrupted``; a
     divergence raises ``TrainingDiverged``.
     """
-    if resume and checkpoint_path is None:
-        raise ValueError("checkpoint_path: resume=True needs the checkpoint to continue from, got None")
+    check_run_inputs(model, task, cfg)
+    checkpoint_path = _check_options(optimizer, checkpoint_path, resume, meta, log, stop_after,
+                                     allow_config_change)
+    for name in remove_stale_temporaries(checkpoint_path) if checkpoint_path else ():
+        log(f"removed {name}: the temporary file of an earlier save that was cut short")
     optimizer = optimizer or make_optimizer(model, cfg)
     if cfg.recompute:
         set_recompute(model)

@@ -24,8 +24,8 @@ def cross_entropy_forward(logits, targets, ignore_index: int = -100, smoothing: 
     if smoothing > 0.0:
         loss_n *= 1.0 - smoothing
         loss_n -= smoothing * logp.mean(axis=-1)                     # (N,)
-    total = xp.where(keep, loss_n, 0).sum(keepdims=True)     # (1,): NumPy 1.x makes a float32 scalar / int float64
-    loss = (total / max(n_kept, 1)).reshape(())
+    total = xp.where(keep, loss_n, 0).astype(xp.float64).sum(keepdims=True)   # (1,) in float64, as the plain form
+    loss = (total / max(n_kept, 1)).astype(logits.dtype).reshape(())
     return loss, CrossEntropyCache(logp, y, keep, n_kept, smoothing, tuple(logits.shape))
 
 
