@@ -157,7 +157,7 @@ def _named_cases(tmp_path):
     from minitransformer.training.resume import check_run_state
     model = GPT(GPTConfig(**TINY), rng=0)
     mha = MultiHeadAttention(8, 2, rng=0)
-    block = DecoderBlock(GPTConfig(**TINY).block_spec(), rng=0)
+    block = DecoderBlock(GPTConfig(**TINY).block_spec(causal=True), rng=0)
     x = lambda *shape: np.zeros(shape, np.float32)
     return [
         (lambda: notable_models("gpt2-small"), TypeError, r"^names: expected a list of preset names \(e\.g\. \['gpt2-small'\]\)"),
