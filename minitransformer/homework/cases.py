@@ -153,14 +153,14 @@ def draw_dropout_eval(rng):
     return replace(case, kwargs=kwargs, factors={})
 
 
-def _attention(rng, *, H=2, G=2, fully_masked=False, bias=False, dropout=False):
+def _attention(rng, *, H=2, fully_masked=False, bias=False, dropout=False):
     B, T, S, D = int(rng.integers(1, 3)), int(rng.integers(2, 5)), int(rng.integers(2, 6)), 8
     mask = rng.random((B, 1, T, S)) < 0.75
     mask[..., 0] = True
     if fully_masked:
         mask[0, 0, -1, :] = False                            # query T-1 sees nothing: out 0, never NaN
-    inputs = {"q": rng.standard_normal((B, H, T, D)), "k": rng.standard_normal((B, G, S, D)),
-              "v": rng.standard_normal((B, G, S, D)), "mask": mask}
+    inputs = {"q": rng.standard_normal((B, H, T, D)), "k": rng.standard_normal((B, H, S, D)),
+              "v": rng.standard_normal((B, H, S, D)), "mask": mask}
     wrt, kwargs = ("q", "k", "v"), {}
     if bias:
         inputs["bias"] = rng.standard_normal((1, H, T, S))
@@ -178,17 +178,32 @@ def draw_rope(rng, layout="interleaved", scale=1.0):
     return replace(case, kwargs={"offset": offset, "layout": layout, "scale": scale})
 
 
+def draw_repeat_kv(rng, *, G=2, r=2):
+    """x (B, G, S, D) kv heads, r query heads each: S and D differ from G and r, so a swapped axis shows."""
+    B, S, D = int(rng.integers(1, 3)), int(rng.integers(3, 6)), 3
+    return Case({"x": rng.standard_normal((B, G, S, D))}, {"r": r}, wrt=("x",),
+                factors={f"1/r with r={r}": (1.0 / r, "the group's gradients averaged instead of summed?")})
+
+
 def _module_input(rng, B, T, C=8):
     return rng.standard_normal((B, T, C))
+
+
+def new(target: str, **kwargs) -> dict:
+    """A constructor argument that is an object (a position hook, a pattern, a BlockSpec): made on the
+    side that builds the Module (module_arguments), from plain values a case can store and send."""
+    return {"new": target, "kwargs": kwargs}
 
 
 def draw_mha(rng, *, rope=None, n_kv_head=None, cross=False, padding=False):
     """MultiHeadAttention(8, 4), causal unless cross; rope = (layout, scale) or None."""
     B, T = int(rng.integers(1, 3)), int(rng.integers(2, 5))
-    ctor = {"causal": not cross, "cross": cross, "rng": int(rng.integers(0, 2**31)),
-            "dtype": np.float64, "init_std": 0.5, "n_kv_head": n_kv_head}
+    ctor = {"cross": cross, "rng": int(rng.integers(0, 2**31)), "dtype": np.float64, "init_std": 0.5,
+            "n_kv_head": n_kv_head}
+    if not cross:
+        ctor["pattern"] = new("layers.attention_pattern:Causal")
     if rope:
-        ctor.update(rope=True, rope_layout=rope[0], rope_scale=rope[1])
+        ctor["positions"] = new("layers.attention_positions:RoPE", layout=rope[0], scale=rope[1])
     inputs = {"x": _module_input(rng, B, T)}
     if cross:
         inputs["memory"] = _module_input(rng, B, T + int(rng.integers(1, 3)))
@@ -206,7 +221,9 @@ def draw_block(rng, *, norm_position="pre", cross=False, p_drop=0.0, norm="layer
     if cross:
         inputs["memory"] = _module_input(rng, B, T + 1)
     spec = dict(d_model=8, n_head=4, d_ff=16, norm=norm, norm_position=norm_position, p_drop=p_drop,
-                n_kv_head=n_kv_head, rope=rope, init_std=0.5, out_std=0.5)
+                n_kv_head=n_kv_head, init_std=0.5, out_std=0.5)
+    if rope:
+        spec["positions"] = new("layers.attention_positions:RoPE")
     ctor = {"rng": int(rng.integers(0, 2**31)), "dtype": np.float64, "cross": cross,
             "dropout_rng": int(rng.integers(0, 2**31)) if p_drop else None}
     return Case(inputs, {"ctor": ((), ctor), "spec": spec})
@@ -288,10 +305,10 @@ CASES = {
                             ("dropout: eval mode (training=False) is the identity", draw_dropout_eval),
                             float32="dropout")),
     "attention": tuple(_cases("attention", 0, ("out", "dq", "dk", "dv", "dbias"),
-                              ("attention: masked keys, H = G", lambda rng: _attention(rng)),
+                              ("attention: masked keys", lambda rng: _attention(rng)),
                               ("attention: a query with every key masked (0, never NaN)",
                                lambda rng: _attention(rng, fully_masked=True)),
-                              ("attention: grouped heads G < H (H=4, G=2)", lambda rng: _attention(rng, H=4, G=2)),
+                              ("attention: four heads (H=4)", lambda rng: _attention(rng, H=4)),
                               ("attention: additive bias (dbias)", lambda rng: _attention(rng, bias=True)),
                               ("attention: dropout on P with a given drop_mask",
                                lambda rng: _attention(rng, dropout=True)),
@@ -308,7 +325,11 @@ CASES = {
                          ("mha: grouped heads (n_kv_head=2 < n_head=4)", lambda rng: draw_mha(rng, n_kv_head=2)),
                          ("mha: cross-attention (dmemory, W_kv)", lambda rng: draw_mha(rng, cross=True)),
                          ("mha: key padding, a query with no key (0, never NaN)",
-                          lambda rng: draw_mha(rng, padding=True)))),
+                          lambda rng: draw_mha(rng, padding=True)))
+                 + _cases("mha", 1, ("out", "dx"),
+                          ("repeat_kv: G=2 kv heads for H=4 query heads", draw_repeat_kv),
+                          ("repeat_kv: multi-query, G=1 kv head for H=3 query heads",
+                           lambda rng: draw_repeat_kv(rng, G=1, r=3)), float32="repeat_kv")),
     "block": tuple(_module("block", _BLOCK_T,
                            ("block: pre-norm decoder block", lambda rng: draw_block(rng)),
                            ("block: post-norm", lambda rng: draw_block(rng, norm_position="post")),
@@ -368,12 +389,30 @@ def run_pair(case: Case, forward, backward, g=None, seed: int = 0) -> tuple[dict
     return result, g
 
 
-def build_module(cls, case: Case, spec_cls=None):
-    """The Module of a module case: ``cls(*args, **kwargs)``, args = (BlockSpec(**spec),) when the
-    case has a spec (``spec_cls`` is that package's BlockSpec)."""
+def module_arguments(case: Case, make) -> tuple:
+    """(args, kwargs) of a module case's constructor, ``ctor``, with every ``new(target, ...)`` in
+    them made by ``make(target, kwargs)`` (innermost first); a case with a ``spec`` passes
+    (BlockSpec(**spec),). ``make`` runs where the Module is built: this package's classes here,
+    the student's in the confined child (homework/evaluate.py)."""
+    def made(value):
+        if isinstance(value, dict) and set(value) == {"new", "kwargs"}:
+            return make(value["new"], made(value["kwargs"]))
+        if isinstance(value, dict):
+            return {k: made(v) for k, v in value.items()}
+        if isinstance(value, (tuple, list)):
+            return type(value)(made(v) for v in value)
+        return value
     args, kwargs = case.kwargs["ctor"]
     if "spec" in case.kwargs:
-        args = (spec_cls(**case.kwargs["spec"]),)
+        args = (made(new("layers.blocks:BlockSpec", **case.kwargs["spec"])),)
+    return made(tuple(args)), made(dict(kwargs))
+
+
+def build_module(cls, case: Case, package: str | None = None):
+    """The Module of a module case, ``cls(*args, **kwargs)`` (module_arguments), its objects made from
+    ``package``'s classes (this one by default)."""
+    package = package or __name__.split(".")[0]
+    args, kwargs = module_arguments(case, lambda target, kw: resolve(package, target)(**kw))
     return cls(*args, **kwargs)
 
 
@@ -403,9 +442,7 @@ def reference_results(graded: GradedCase, case: Case, seed: int = 0, package: st
     package = package or __name__.split(".")[0]
     check = graded.check
     if check.checker == "module":
-        cls = resolve(package, check.forward)
-        spec_cls = resolve(package, "layers.blocks:BlockSpec")
-        return run_module(build_module(cls, case, spec_cls), case, seed=seed)
+        return run_module(build_module(resolve(package, check.forward), case, package), case, seed=seed)
     forward = resolve(package, check.forward)
     backward = resolve(package, check.backward) if check.backward else None
     if backward is None:
@@ -423,7 +460,6 @@ def trial_inputs(graded: GradedCase, case: Case, g, package: str | None = None) 
     if graded.check.checker == "module":
         package = package or __name__.split(".")[0]
         cls = resolve(package, graded.check.forward)
-        spec_cls = resolve(package, "layers.blocks:BlockSpec")
-        inputs["build"] = lambda: build_module(cls, case, spec_cls)
+        inputs["build"] = lambda: build_module(cls, case, package)
         inputs["forward_inputs"] = dict(case.inputs)
     return inputs

@@ -32,7 +32,8 @@ import numpy as np
 
 from ..gradcheck import check_module, check_pair
 from .assignments import BY_ID
-from .cases import CASES, build_module, input_gradients, reference_results, run_module, tolerance, trial_inputs
+from .cases import (CASES, build_module, input_gradients, module_arguments, reference_results, run_module,
+                    tolerance, trial_inputs)
 from .checks import REFERENCE, resolve
 from .diagnose import Row, compare
 from .mistakes import diagnose_all, dtype_message, mutation_message
@@ -55,8 +56,7 @@ class Computed:
         if graded.check.checker != "module":
             ref, g = reference_results(graded, case, seed=seed + example)
             return case, ref, g, None
-        module = build_module(resolve(REFERENCE, graded.check.forward), case,
-                              resolve(REFERENCE, "layers.blocks:BlockSpec"))
+        module = build_module(resolve(REFERENCE, graded.check.forward), case, REFERENCE)
         state = {name: np.array(p, copy=True) for name, p, _ in module.parameters()}
         ref, g = run_module(module, case, seed=seed + example)
         return case, ref, g, state
@@ -100,9 +100,7 @@ def _student_pair(student, graded, case, g):
 
 
 def _student_module(student, graded, case, g, state):
-    args, kwargs = case.kwargs["ctor"]
-    if "spec" in case.kwargs:
-        args = (student.call("layers.blocks:BlockSpec", (), case.kwargs["spec"])[0],)
+    args, kwargs = module_arguments(case, lambda target, kw: student.call(target, (), kw)[0])
     module = student.module(graded.check.forward, *args, **kwargs)
     module.load_state_dict(state)
     out, _, after = module.call("forward", (), dict(case.inputs))

@@ -688,15 +688,11 @@ DROPOUT = (
 # ------------------------------------------------------------------ attention
 def _attention(inp, *, scale_power=1.0, use_mask=True, invert_mask=False, use_bias=True,
                dropout="right", axis=-1, backward_scale=True):
-    """(out, dq, dk, dv[, dbias]) of attention with one thing changed, written out in float64
-    (K and V repeated over the query heads that share them, their gradients summed back)."""
+    """(out, dq, dk, dv[, dbias]) of attention with one thing changed, written out in float64."""
     q, k, v, dout = _x(inp, "q"), _x(inp, "k"), _x(inp, "v"), _g(inp)
-    B, H, T, D = q.shape
-    G = k.shape[1]
-    r = H // G
-    kr, vr = np.repeat(k, r, axis=1), np.repeat(v, r, axis=1)        # (B, H, S, D)
+    D = q.shape[-1]
     c = D ** (-0.5 * scale_power)
-    scores = q @ kr.swapaxes(-1, -2) * c
+    scores = q @ k.swapaxes(-1, -2) * c
     if use_bias and inp.get("bias") is not None:
         scores = scores + _x(inp, "bias")
     mask = inp.get("mask")
@@ -707,16 +703,15 @@ def _attention(inp, *, scale_power=1.0, use_mask=True, invert_mask=False, use_bi
     keep = 1.0 if drop is None or dropout == "ignored" else np.asarray(drop) / (
         1.0 if dropout == "unscaled" else 1 - p_drop)
     keep_b = 1.0 if dropout == "backward-ignored" else keep
-    out = (P * keep) @ vr
-    dvr = (P * keep_b).swapaxes(-1, -2) @ dout
-    dP = (dout @ vr.swapaxes(-1, -2)) * keep_b
+    out = (P * keep) @ v
+    dv = (P * keep_b).swapaxes(-1, -2) @ dout
+    dP = (dout @ v.swapaxes(-1, -2)) * keep_b
     dS = P * (dP - (dP * P).sum(-1, keepdims=True)) if axis == -1 else \
         P * (dP - (dP * P).sum(-2, keepdims=True))
     cb = c if backward_scale else 1.0
-    dq = dS @ kr * cb
-    dkr = dS.swapaxes(-1, -2) @ q * cb
-    result = {"out": out, "dq": dq, "dk": dkr.reshape(B, G, r, *dkr.shape[2:]).sum(2),
-              "dv": dvr.reshape(B, G, r, *dvr.shape[2:]).sum(2)}
+    dq = dS @ k * cb
+    dk = dS.swapaxes(-1, -2) @ q * cb
+    result = {"out": out, "dq": dq, "dk": dk, "dv": dv}
     if inp.get("bias") is not None:
         bias_shape = np.shape(inp["bias"])
         result["dbias"] = _sum_to(dS, bias_shape)
@@ -727,16 +722,6 @@ def _sum_to(x, shape):
     lead = x.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(lead + a for a, n in enumerate(shape) if n == 1 and x.shape[lead + a] != 1)
     return x.sum(axis=axes, keepdims=True).reshape(shape)
-
-
-def _gqa_not_summed(inp, tensor, student, reference):
-    s, r = np.asarray(student) if student is not None else None, np.asarray(reference)
-    if s is None or s.ndim != 4 or r.ndim != 4 or s.shape[1] == r.shape[1] or s.shape[1] % r.shape[1]:
-        return False
-    B, H, S, D = s.shape
-    G = r.shape[1]
-    return s.shape[0] == r.shape[0] and s.shape[2:] == r.shape[2:] and \
-        np.allclose(s.reshape(B, G, H // G, S, D).sum(2), r, rtol=1e-5, atol=1e-8)
 
 
 def _dbias_not_reduced(inp, tensor, student, reference):
@@ -787,13 +772,50 @@ ATTENTION = (
     Mistake("attention", "attention", "attention-dropout-backward-ignored", ("dq", "dk", "dv"),
             "the backward ignores the dropout: dv = P̃ᵀ dout and dP = (dout Vᵀ) ⊙ drop_mask / (1 - p_drop)",
             lambda inp: _attention(inp, dropout="backward-ignored") if _dropout_given(inp) else {}),
-    Mistake("attention", "attention", "attention-gqa-not-summed", ("dk", "dv"),
-            "one gradient slice per QUERY head (B, H, S, D): the r = H/G query heads that share a kv head "
-            "add their gradients into it, (B, G, S, D)",
-            match=_gqa_not_summed),
     Mistake("attention", "attention", "attention-dbias-not-reduced", ("dbias",),
             "dbias has the scores' shape: sum it over the axes where the bias was broadcast, back to the bias's shape",
             match=_dbias_not_reduced),
+)
+
+
+# ------------------------------------------------------------------ repeat_kv (the mha assignment)
+def _repeat_kv_tiled(inp):
+    """The kv heads tiled (0, 1, 0, 1, ...) instead of repeated (0, 0, 1, 1, ...): forward and backward."""
+    x, dout, r = _x(inp), _g(inp), int(inp["r"])
+    B, G, S, D = x.shape
+    return {"out": np.tile(x, (1, r, 1, 1)), "dx": dout.reshape(B, r, G, S, D).sum(axis=1)}
+
+
+def _repeat_kv_first_copy(inp):
+    """dx takes the gradient of one copy of each kv head (the first of its group), not their sum."""
+    dout, r = _g(inp), int(inp["r"])
+    return {"dx": dout[:, ::r]}
+
+
+def _repeat_kv_not_summed(inp, tensor, student, reference):
+    s, ref = np.asarray(student) if student is not None else None, np.asarray(reference)
+    if s is None or s.ndim != 4 or ref.ndim != 4 or s.shape[1] == ref.shape[1] or s.shape[1] % ref.shape[1]:
+        return False
+    B, H, S, D = s.shape
+    G = ref.shape[1]
+    return s.shape[0] == ref.shape[0] and s.shape[2:] == ref.shape[2:] and \
+        np.allclose(s.reshape(B, G, H // G, S, D).sum(2), ref, rtol=1e-5, atol=1e-8)
+
+
+REPEAT_KV = (
+    Mistake("mha", "repeat_kv", "repeat-kv-not-summed", ("dx",),
+            "one gradient slice per QUERY head (B, H, S, D): the r = H/G query heads that share a kv head "
+            "add their gradients into it, dx (B, G, S, D) = the sum over each group of r copies",
+            match=_repeat_kv_not_summed),
+    Mistake("mha", "repeat_kv", "repeat-kv-tiled", ("out", "dx"),
+            "the kv heads are tiled (0, 1, 0, 1, ...) instead of repeated (0, 0, 1, 1, ...): query head h "
+            "reads kv head h // r, so the r copies of a kv head sit side by side (np.repeat along the heads "
+            "axis, not np.tile), and its gradient sums those r neighbours",
+            _repeat_kv_tiled),
+    Mistake("mha", "repeat_kv", "repeat-kv-one-copy", ("dx",),
+            "dx keeps the gradient of one copy of each kv head: all r copies fed the loss, so dx sums the r "
+            "gradients of each group",
+            _repeat_kv_first_copy),
 )
 
 
@@ -998,4 +1020,5 @@ FORWARD_ONLY = (
             lambda inp: _sinusoidal(inp, inverted=True)),
 )
 
-FUNCTIONAL = LINEAR + ELEMENTWISE + SOFTMAX + CROSS_ENTROPY + NORMS + DROPOUT + ATTENTION + ROPE + FORWARD_ONLY
+FUNCTIONAL = (LINEAR + ELEMENTWISE + SOFTMAX + CROSS_ENTROPY + NORMS + DROPOUT + ATTENTION + REPEAT_KV + ROPE
+              + FORWARD_ONLY)
