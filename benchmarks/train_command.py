@@ -1,4 +1,4 @@
-"""The default ``train`` run (issue 4's bar) next to the same training in PyTorch's CPU eager mode.
+"""The default ``train`` run (the bar a student waits on) next to the same training in PyTorch's CPU eager mode.
 
     python benchmarks/train_command.py              # 2000 steps each, 2 threads
     python benchmarks/train_command.py --steps 200  # shorter

@@ -110,12 +110,18 @@ def stepper(model, task, opt, cfg, n: int):
     ``fast.train`` splits it (fast/data_parallel.py); ``parallel`` is the entered DataParallel
     (it holds OpenBLAS's thread count, as in a run: close it before another stepper reads the
     count) or None for one replica."""
+    from minitransformer.fast import enabled
     from minitransformer.fast.data_parallel import DataParallel
     from minitransformer.training.loop import train_step
 
     state = [a for table in opt.state.values() for a in table.values()]     # as fast.train passes it
     parallel = DataParallel(model, n, forget=state).__enter__() if n > 1 else None
-    return (lambda b: train_step(model, task, b, opt, cfg.lr, cfg, parallel=parallel)), parallel
+    twins = parallel.twins() if parallel is not None else []               # as fast.train registers them
+
+    def step(b):
+        with enabled(twins):
+            return train_step(model, task, b, opt, cfg.lr, cfg)
+    return step, parallel
 
 
 def replica_count(parallel) -> int:

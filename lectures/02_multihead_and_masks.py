@@ -33,7 +33,7 @@ from minitransformer.functional.attention import attention_forward
 from minitransformer.functional.linear import linear_forward
 from minitransformer.functional.masks import causal_mask, combine_masks, key_padding_mask
 from minitransformer.gradcheck import check_module
-from minitransformer.layers import MultiHeadAttention
+from minitransformer.layers import Causal, MultiHeadAttention
 
 from _lecture import FAST, OUT, show_png    # fast-mode switch; where figures go (lectures/_lecture.py)
 np.set_printoptions(precision=3, suppress=True)
@@ -88,7 +88,7 @@ for i, t in enumerate(tokens):
 causal_table(tokens, path=OUT / "02_causal_table.png")
 show_png(OUT / "02_causal_table.png")
 
-causal = MultiHeadAttention(C, H, causal=True, rng=0, init_std=0.5).astype(np.float64)
+causal = MultiHeadAttention(C, H, pattern=Causal(), rng=0, init_std=0.5).astype(np.float64)
 y_causal = causal.forward(x)
 P = causal.attention_probs()                               # (B, H, T, T)
 print("head 0 attention with the causal mask (rows: queries):\n", P[0, 0])

@@ -35,6 +35,7 @@ from minitransformer.plots.masks import attention_patterns
 from minitransformer.training.data import load_text, train_val_split
 from minitransformer.functional.activations import gelu_forward, relu_forward, silu_forward
 from minitransformer.functional.attention import attention_forward
+from minitransformer.functional.repeat_kv import repeat_kv_forward
 from minitransformer.functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from minitransformer.functional.gated import geglu_forward, swiglu_forward
 from minitransformer.functional.masks import sliding_window_mask
@@ -262,18 +263,21 @@ show_png(OUT / "06_prenorm_vs_postnorm.png")
 # $$W_{qkv}: C \times (H + 2K)D \text{ parameters}, \qquad \text{KV cache: } 2 \cdot K \cdot D \text{ numbers per token per layer.}$$
 #
 # First, what GQA computes: query head $h$ uses kv head $\lfloor h/G \rfloor$. The library
-# never copies K and V; repeating each kv head G times and running ordinary
-# multi-head attention must give the same result:
+# writes it as LLaMA's code does: `repeat_kv` copies each kv head G times, then
+# ordinary multi-head attention runs (the layer caches only the K kv heads, and
+# repeats them right before the product). Each query head attending its own kv
+# head, one head at a time, must give the same result:
 
 # %%
 B, H, K_heads, T, D = 2, 4, 2, 5, 8
 q = rng.standard_normal((B, H, T, D))
 k = rng.standard_normal((B, K_heads, T, D))
 v = rng.standard_normal((B, K_heads, T, D))
-out_gqa, _ = attention_forward(q, k, v)
 G = H // K_heads
-out_repeated, _ = attention_forward(q, np.repeat(k, G, axis=1), np.repeat(v, G, axis=1))
-print("GQA vs repeated kv heads:", np.abs(out_gqa - out_repeated).max())
+out_gqa, _ = attention_forward(q, repeat_kv_forward(k, G)[0], repeat_kv_forward(v, G)[0])
+out_per_head = np.concatenate([attention_forward(q[:, h:h + 1], k[:, h // G:h // G + 1], v[:, h // G:h // G + 1])[0]
+                               for h in range(H)], axis=1)
+print("GQA vs each query head on its own kv head:", np.abs(out_gqa - out_per_head).max())
 
 # %% [markdown]
 # Then what it costs and what it buys: three small GPTs, H = 4 query heads with
@@ -403,7 +407,7 @@ assert pre[0] > 2 * pre[-1]
 
 # GQA: the same as repeating the kv heads; parameters C·(H + 2K)·D + C·C (+ biases) and a
 # KV cache of 2·K·D float32 numbers per token and layer; the loss went down for all three.
-assert np.allclose(out_gqa, out_repeated, rtol=0, atol=1e-12)
+assert np.allclose(out_gqa, out_per_head, rtol=0, atol=1e-12)
 for n_kv, (attn_params, cache_bytes, val_loss) in gqa.items():
     Cm, Hm, Dm, Lm = 64, 4, 16, 2
     assert attn_params == Lm * (Cm * (Hm + 2 * n_kv) * Dm + (Hm + 2 * n_kv) * Dm + Cm * Cm + Cm)

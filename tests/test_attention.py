@@ -1,4 +1,4 @@
-"""Scaled dot-product attention: gradients, the lecture's worked example, masks, GQA, errors.
+"""Scaled dot-product attention: gradients, the lecture's worked example, masks, errors.
 
 Tolerances: gradient checks 1e-7 (float64 central differences land near 1e-9 for a
 correct backward, near 1 for a wrong one); comparisons with the loop reference
@@ -14,7 +14,7 @@ from hypothesis import given, strategies as st
 from minitransformer.functional.attention import attention_backward, attention_forward
 from minitransformer.functional.masks import causal_mask, key_padding_mask
 from minitransformer.gradcheck import check_pair
-from strategies import head_counts, normal_array, seeds
+from strategies import normal_array, seeds
 
 TOL = 1e-7
 
@@ -22,7 +22,6 @@ TOL = 1e-7
 def reference_attention(q, k, v, mask=None, bias=None):
     """Loops over batch and heads, one softmax per query with Python's math: no shared code."""
     B, H, T, D = q.shape
-    G = H // k.shape[1]
     S = k.shape[2]
     mask = np.broadcast_to(True if mask is None else mask, (B, H, T, S))
     bias = np.broadcast_to(0.0 if bias is None else bias, (B, H, T, S))
@@ -33,11 +32,11 @@ def reference_attention(q, k, v, mask=None, bias=None):
                 keys = [j for j in range(S) if mask[b, h, i, j]]
                 if not keys:
                     continue                                # nothing to attend: output 0
-                s = {j: float(q[b, h, i] @ k[b, h // G, j]) / math.sqrt(D) + bias[b, h, i, j] for j in keys}
+                s = {j: float(q[b, h, i] @ k[b, h, j]) / math.sqrt(D) + bias[b, h, i, j] for j in keys}
                 top = max(s.values())
                 w = {j: math.exp(s[j] - top) for j in keys}
                 total = sum(w.values())
-                out[b, h, i] = sum(w[j] / total * v[b, h // G, j] for j in keys)
+                out[b, h, i] = sum(w[j] / total * v[b, h, j] for j in keys)
     return out
 
 
@@ -46,14 +45,14 @@ MASK_KINDS = ["none", "causal", "padding", "random"]
 
 @st.composite
 def attention_case(draw, kind=None):
-    """q, k, v, mask, bias with drawn B, H, K | H, T <= S, D, mask kind (unless given) and bias shape."""
-    B, (H, K) = draw(st.integers(1, 2)), draw(head_counts())
+    """q, k, v, mask, bias with drawn B, H, T <= S, D, mask kind (unless given) and bias shape."""
+    B, H = draw(st.integers(1, 2)), draw(st.integers(1, 4))
     T, D = draw(st.integers(1, 4)), draw(st.integers(1, 4))
     S = T + draw(st.integers(0, 2))
     seed = draw(seeds)
     rng = np.random.default_rng(seed)
     q = normal_array(seed, (B, H, T, D))
-    k, v = normal_array(seed + 1, (B, K, S, D)), normal_array(seed + 2, (B, K, S, D))
+    k, v = normal_array(seed + 1, (B, H, S, D)), normal_array(seed + 2, (B, H, S, D))
     kind = kind or draw(st.sampled_from(MASK_KINDS))
     mask = {"none": None,
             "causal": causal_mask(T, S),
@@ -115,56 +114,35 @@ def test_fully_masked_rows_output_zero_without_nan_or_warning(seed):
     assert all(np.isfinite(a).all() for a in (out, dq, dk, dv))
 
 
-@given(seed=seeds, lengths=st.lists(st.integers(0, 5), min_size=2, max_size=2), KH=head_counts())
-def test_padded_keys_receive_exactly_zero_gradient(seed, lengths, KH):
-    H, K = KH
+@given(seed=seeds, lengths=st.lists(st.integers(0, 5), min_size=2, max_size=2), H=st.integers(1, 4))
+def test_padded_keys_receive_exactly_zero_gradient(seed, lengths, H):
     q = normal_array(seed, (2, H, 3, 4))
-    k, v = normal_array(seed + 1, (2, K, 5, 4)), normal_array(seed + 2, (2, K, 5, 4))
+    k, v = normal_array(seed + 1, (2, H, 5, 4)), normal_array(seed + 2, (2, H, 5, 4))
     out, cache = attention_forward(q, k, v, key_padding_mask(np.array(lengths), 5))
     _, dk, dv = attention_backward(normal_array(seed + 3, out.shape), cache)
     for b, n in enumerate(lengths):
         assert np.all(dk[b, :, n:] == 0) and np.all(dv[b, :, n:] == 0)
 
 
-@given(seed=seeds, KH=head_counts(max_heads=6), T=st.integers(1, 4))
-def test_grouped_query_equals_repeated_kv_heads(seed, KH, T):
-    """GQA = ordinary attention with each kv head repeated for its G query heads;
-    the gradient of a shared kv head is the sum over its group."""
-    H, K = KH
-    G = H // K
-    q = normal_array(seed, (2, H, T, 3))
-    k, v = normal_array(seed + 1, (2, K, T, 3)), normal_array(seed + 2, (2, K, T, 3))
-    dout = normal_array(seed + 3, (2, H, T, 3))
-    out, cache = attention_forward(q, k, v, causal_mask(T))
-    k_rep, v_rep = np.repeat(k, G, axis=1), np.repeat(v, G, axis=1)  # (2, H, T, 3): head h gets h // G
-    out_rep, cache_rep = attention_forward(q, k_rep, v_rep, causal_mask(T))
-    np.testing.assert_allclose(out, out_rep, rtol=0, atol=1e-12)
-    dq, dk, dv = attention_backward(dout, cache)
-    dq_rep, dk_rep, dv_rep = attention_backward(dout, cache_rep)
-    np.testing.assert_allclose(dq, dq_rep, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(dk, dk_rep.reshape(2, K, G, T, 3).sum(axis=2), rtol=0, atol=1e-12)
-    np.testing.assert_allclose(dv, dv_rep.reshape(2, K, G, T, 3).sum(axis=2), rtol=0, atol=1e-12)
-
-
 def test_float32_stays_float32():
     rng = np.random.default_rng(0)
     q, k, v = (rng.standard_normal((2, 4, 5, 8)).astype(np.float32) for _ in range(3))
     bias = rng.standard_normal((4, 5, 5)).astype(np.float32)
-    out, cache = attention_forward(q, k[:, :2], v[:, :2], causal_mask(5), bias)
+    out, cache = attention_forward(q, k, v, causal_mask(5), bias)
     grads = attention_backward(out, cache)
     assert out.dtype == cache.probs.dtype == np.float32
     assert all(g.dtype == np.float32 for g in grads)
 
 
 def test_errors_name_the_argument():
-    q, k = np.zeros((1, 4, 2, 3)), np.zeros((1, 2, 5, 3))
+    q, k = np.zeros((1, 4, 2, 3)), np.zeros((1, 4, 5, 3))
     with pytest.raises(ValueError, match=r"q: expected 4 dimensions \(B, H, T, D\)"):
         attention_forward(q[0], k, k)
     with pytest.raises(ValueError, match="k: expected size 3 \\(D, the head dim of q\\)"):
         attention_forward(q, k[..., :2], k[..., :2])
-    with pytest.raises(ValueError, match="k: expected a number of kv heads G dividing the H=4"):
-        attention_forward(q, np.zeros((1, 3, 5, 3)), np.zeros((1, 3, 5, 3)))
-    with pytest.raises(ValueError, match="v: expected shape \\(1, 2, 5, 3\\)"):
+    with pytest.raises(ValueError, match="k: expected the H=4 heads of q \\(grouped kv heads are repeated first"):
+        attention_forward(q, np.zeros((1, 2, 5, 3)), np.zeros((1, 2, 5, 3)))
+    with pytest.raises(ValueError, match="v: expected shape \\(1, 4, 5, 3\\)"):
         attention_forward(q, k, k[:, :, :4])
     with pytest.raises(TypeError, match="mask: expected a boolean array"):
         attention_forward(q, k, k, mask=np.ones((2, 5)))

@@ -1,4 +1,4 @@
-"""Issue 15's attention extensions inside the models: sparse patterns (dilated, global +
+"""The attention extensions inside the models: sparse patterns (dilated, global +
 sliding window), attention dropout, RoPE position interpolation, attention sinks.
 
 Expected masks are written out by hand or by definition (loops); gradient checks use
@@ -24,8 +24,8 @@ from minitransformer.functional.softmax import log_softmax_forward
 from minitransformer.generation.generate import generate
 from minitransformer.generation.streaming import streaming_nll
 from minitransformer.generation import SinkKVCache, rolling_cache
-from minitransformer.layers import KVCache, MultiHeadAttention
-from minitransformer.models import GPT, GPTConfig
+from minitransformer.layers import Causal, DilatedWindow, GlobalWindow, KVCache, MultiHeadAttention, RoPE
+from minitransformer.models import GPT, EncoderConfig, GPTConfig
 from minitransformer.optim import AdamW
 from strategies import forward_in_chunks, normal_array, seeds
 
@@ -33,10 +33,11 @@ TOL = 1e-7
 F64 = np.float64
 TINY = dict(vocab_size=7, block_size=8, n_layer=2, n_head=2, d_model=8, d_ff=12, init_std=0.4)
 PATTERNS = {"dilated": dict(window=3, dilation=2), "global": dict(window=2, global_positions=(0, 3))}
+LAYER_PATTERNS = {"dilated": DilatedWindow(3, 2), "global": GlobalWindow(2, (0, 3))}   # the same, as objects
 
 
 def mha(**kw):
-    return MultiHeadAttention(8, 2, rng=0, init_std=0.5, causal=True, **kw).astype(F64)
+    return MultiHeadAttention(8, 2, rng=0, init_std=0.5, **kw).astype(F64)
 
 
 # ------------------------------------------------------------------ sparse patterns
@@ -46,7 +47,7 @@ def test_pattern_reaches_the_attention_probabilities(name):
     expected = {"dilated": [[i - j in (0, 2, 4) for j in range(T)] for i in range(T)],
                 "global": [[j <= i and (i - j < 2 or j in (0, 3) or i in (0, 3)) for j in range(T)]
                            for i in range(T)]}[name]
-    layer = mha(**PATTERNS[name])
+    layer = mha(pattern=LAYER_PATTERNS[name])
     layer.forward(normal_array(0, (1, T, 8)))
     P = layer.attention_probs()                                       # (1, H, T, T)
     np.testing.assert_array_equal(P[0] > 0, np.broadcast_to(expected, P[0].shape))
@@ -69,7 +70,7 @@ def test_no_key_outside_the_pattern_gets_gradient(i, seed, name):
 @pytest.mark.parametrize("chunks", [[1] * 6, [2, 1, 3]])
 @pytest.mark.parametrize("name", list(PATTERNS))
 def test_pattern_with_kv_cache_matches_full_forward(name, chunks):
-    layer = mha(rope=True, **PATTERNS[name])
+    layer = mha(positions=RoPE(), pattern=LAYER_PATTERNS[name])
     x = normal_array(1, (2, 6, 8))
     full = layer.forward(x)
     np.testing.assert_allclose(forward_in_chunks(layer, x, chunks, KVCache()), full, rtol=0, atol=1e-12)
@@ -120,13 +121,15 @@ def test_pattern_config_round_trip_and_errors():
         GPTConfig(**TINY, window=2, global_positions=(9,))
     with pytest.raises(TypeError, match="global_positions: expected a list"):
         GPTConfig(**TINY, window=2, global_positions=3)
-    with pytest.raises(ValueError, match="dilation: expected an integer in \\[1"):
-        MultiHeadAttention(8, 2, causal=True, window=2, dilation=0)
+    with pytest.raises(ValueError, match="dilation: expected an integer in \\[2"):
+        DilatedWindow(2, 0)
+    with pytest.raises(ValueError, match="dilation, global_positions: the sparse patterns are causal"):
+        EncoderConfig(**TINY, window=2, dilation=2)
 
 
 # ------------------------------------------------------------------ attention dropout
-def _qkv(seed, B=2, H=2, G=1, T=3, S=4, D=3):
-    return normal_array(seed, (B, H, T, D)), normal_array(seed + 1, (B, G, S, D)), normal_array(seed + 2, (B, G, S, D))
+def _qkv(seed, B=2, H=2, T=3, S=4, D=3):
+    return normal_array(seed, (B, H, T, D)), normal_array(seed + 1, (B, H, S, D)), normal_array(seed + 2, (B, H, S, D))
 
 
 @given(seed=seeds, p=st.sampled_from([0.1, 0.5]), causal=st.booleans())
@@ -149,7 +152,7 @@ def test_attention_dropout_drops_probabilities_and_scales_the_rest():
     np.testing.assert_allclose(P.sum(-1), 1.0, rtol=1e-12)
     P_dropped = P.copy()
     P_dropped[..., 1] = 0.0
-    expected = 2.0 * np.einsum("bhts,bsd->bhtd", P_dropped, v[:, 0])  # 1 / (1 - 0.5) = 2, G = 1
+    expected = 2.0 * np.einsum("bhts,bhsd->bhtd", P_dropped, v)       # 1 / (1 - 0.5) = 2
     np.testing.assert_allclose(out, expected, rtol=1e-12)
     _, dk, dv = attention_backward(np.ones_like(out), cache)[:3]
     assert np.all(dv[:, :, 1] == 0)                                   # a dropped key passes no value gradient
@@ -221,7 +224,7 @@ def test_rope_with_scale_gradients(seed, offset, scale):
 
 
 def test_rope_scale_with_kv_cache_matches_full_forward():
-    layer = mha(rope=True, rope_scale=2.5)
+    layer = mha(positions=RoPE(scale=2.5), pattern=Causal())
     x = normal_array(1, (2, 6, 8))
     full = layer.forward(x)
     np.testing.assert_allclose(forward_in_chunks(layer, x, [1] * 6, KVCache()), full, rtol=0, atol=1e-12)

@@ -12,12 +12,13 @@ import pytest
 
 from minitransformer.backend import get_xp
 from minitransformer.functional.attention import attention_backward, attention_forward
+from minitransformer.functional.repeat_kv import repeat_kv_backward, repeat_kv_forward
 from minitransformer.functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from minitransformer.functional.dropout import dropout_backward, dropout_forward
 from minitransformer.functional.masks import causal_mask, key_padding_mask
 from minitransformer.functional.softmax import (log_softmax_backward, log_softmax_forward,
                                                 softmax_backward, softmax_forward)
-from minitransformer.layers import MultiHeadAttention
+from minitransformer.layers import ALiBi, Causal, MultiHeadAttention, RoPE, SlidingWindow
 from minitransformer.layers.activation import ACTIVATIONS, make_activation
 from minitransformer.layers.kv_cache import KVCache
 from minitransformer.layers.dropout import Dropout
@@ -142,8 +143,8 @@ def test_softmax_pairs(axis):
         _same(backward(dy, cache), backward(to_strict(dy), cache_dev), backward.__name__)
 
 
-def test_attention_pair_with_mask_bias_and_groups():
-    q, k, v = _normal((2, 4, 3, 8), 0), _normal((2, 2, 5, 8), 1), _normal((2, 2, 5, 8), 2)
+def test_attention_pair_with_mask_and_bias():
+    q, k, v = _normal((2, 4, 3, 8), 0), _normal((2, 4, 5, 8), 1), _normal((2, 4, 5, 8), 2)
     bias = _normal((4, 3, 5), 3)
     mask = causal_mask(3, 5) & key_padding_mask(np.array([5, 2]), 5)
     out, cache = attention_forward(q, k, v, mask, bias)
@@ -153,6 +154,15 @@ def test_attention_pair_with_mask_bias_and_groups():
     for i, (a, b) in enumerate(zip(attention_backward(dout, cache),
                                    attention_backward(to_strict(dout), cache_dev))):
         _same(a, b, f"gradient {i}")
+
+
+def test_repeat_kv_pair():
+    x = _normal((2, 2, 5, 8))
+    y, cache = repeat_kv_forward(x, 3)
+    y_dev, cache_dev = repeat_kv_forward(to_strict(x), 3)
+    _same(y, y_dev, "repeat_kv_forward")
+    dy = _normal(y.shape, 1)
+    _same(repeat_kv_backward(dy, cache), repeat_kv_backward(to_strict(dy), cache_dev), "repeat_kv_backward")
 
 
 def test_cross_entropy_with_ignored_targets_and_smoothing():
@@ -165,10 +175,10 @@ def test_cross_entropy_with_ignored_targets_and_smoothing():
 
 
 ATTENTION_VARIANTS = {
-    "causal": dict(causal=True),
-    "gqa+rope": dict(causal=True, n_kv_head=1, rope=True),
-    "rope half": dict(causal=True, n_kv_head=2, rope=True, rope_layout="half"),
-    "alibi+window": dict(causal=True, alibi=True, window=2),
+    "causal": dict(pattern=Causal()),
+    "gqa+rope": dict(pattern=Causal(), n_kv_head=1, positions=RoPE()),
+    "rope half": dict(pattern=Causal(), n_kv_head=2, positions=RoPE("half")),
+    "alibi+window": dict(pattern=SlidingWindow(2), positions=ALiBi()),
     "bidirectional": dict(),
 }
 
@@ -195,8 +205,8 @@ def test_cross_attention():
 
 def test_kv_cache_decoding_with_rope_and_alibi():
     """Incremental decoding: the cache buffers and the offset masks live on the device too."""
-    for options in (dict(rope=True), dict(alibi=True, window=3)):
-        ref, dev = _twins(lambda: MultiHeadAttention(8, 2, causal=True, rng=0, **options))
+    for options in (dict(positions=RoPE(), pattern=Causal()), dict(positions=ALiBi(), pattern=SlidingWindow(3))):
+        ref, dev = _twins(lambda: MultiHeadAttention(8, 2, rng=0, **options))
         x = _normal((2, 4, 8))
         cache, cache_dev = KVCache(), KVCache()
         for start, stop in ((0, 2), (2, 3), (3, 4)):

@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 from minitransformer.functional.masks import bidirectional_window_mask, sliding_window_mask
 from minitransformer.gradcheck import check_module
-from minitransformer.layers.attention import MultiHeadAttention
+from minitransformer.layers import BidirectionalWindow, Full, MultiHeadAttention
 from minitransformer.models import Encoder, EncoderConfig, Seq2Seq, Seq2SeqConfig
 from strategies import integer_ids, normal_array, seeds
 
@@ -52,7 +52,7 @@ def test_encoder_with_a_window_attends_only_near_keys():
 @settings(max_examples=5)
 @given(window=st.integers(1, 4), seed=seeds)
 def test_windowed_encoder_gradients(window, seed):
-    layer = MultiHeadAttention(8, 2, window=window, rng=seed, init_std=0.4).astype(np.float64)
+    layer = MultiHeadAttention(8, 2, pattern=BidirectionalWindow(window), rng=seed, init_std=0.4).astype(np.float64)
     result = check_module(layer, normal_array(seed + 1, (2, 5, 8)), seed=seed, h=5e-5, tol=TOL)
     assert result.ok, str(result)
     config = EncoderConfig(vocab_size=9, block_size=6, n_layer=1, n_head=2, d_model=8, window=window,
@@ -65,8 +65,8 @@ def test_windowed_encoder_gradients(window, seed):
 
 def test_seq2seq_encoder_keeps_full_attention_and_encoders_refuse_causal_patterns():
     model = Seq2Seq(Seq2SeqConfig(vocab_size=9, block_size=6, n_head=2, d_model=8, window=2), rng=0)
-    assert model.encoder.blocks[0].attn.sublayer.window is None     # the decoder's window only
-    assert model.decoder.blocks[0].attn.sublayer.window == 2
+    assert type(model.encoder.blocks[0].attn.sublayer.pattern) is Full     # the decoder's window only
+    assert model.decoder.blocks[0].attn.sublayer.pattern.window == 2
     with pytest.raises(ValueError, match="dilation, global_positions: the sparse patterns are causal"):
         EncoderConfig(window=2, dilation=2)
     with pytest.raises(ValueError, match=r"window: expected an integer in \[1"):

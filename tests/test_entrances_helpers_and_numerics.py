@@ -157,7 +157,7 @@ def _named_cases(tmp_path):
     from minitransformer.training.resume import check_run_state
     model = GPT(GPTConfig(**TINY), rng=0)
     mha = MultiHeadAttention(8, 2, rng=0)
-    block = DecoderBlock(GPTConfig(**TINY).block_spec(), rng=0)
+    block = DecoderBlock(GPTConfig(**TINY).block_spec(causal=True), rng=0)
     x = lambda *shape: np.zeros(shape, np.float32)
     return [
         (lambda: notable_models("gpt2-small"), TypeError, r"^names: expected a list of preset names \(e\.g\. \['gpt2-small'\]\)"),
@@ -207,7 +207,6 @@ def _named_cases(tmp_path):
         (lambda: train(model, _lm_task(), TrainConfig(steps=1), log=None), TypeError, r"^log: "),
         (lambda: train(model, _lm_task(), TrainConfig(steps=1), meta=5), TypeError, r"^meta: "),
         (lambda: train(model, _lm_task(), TrainConfig(steps=1), optimizer=5), TypeError, r"^optimizer: "),
-        (lambda: train(model, _lm_task(), TrainConfig(steps=1), parallel=5), TypeError, r"^parallel: "),
         (lambda: check_run_state(None, "c.npz"), ValueError, r"^resume: c\.npz: expected the checkpoint's metadata"),
         (lambda: filter_logits(np.array([[np.nan, 1.0]])), ValueError, r"^logits: expected finite numbers or -inf"),
         (lambda: filter_logits(np.array([[np.inf, 1.0]])), ValueError, r"^logits: expected finite numbers or -inf"),

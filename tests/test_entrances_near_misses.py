@@ -131,19 +131,25 @@ def _module_entrances():
     yield "FeatureTokenizer.forward(near miss)", near_miss_entrance(
         lambda x_num, x_cat: FeatureTokenizer(2, (3, 2), 4, rng=0).forward(x_num, x_cat),
         lambda: {"x_num": f32(2, 2), "x_cat": np.array([[0, 1], [2, 0]])}, ["x_num", "x_cat"])
-    from minitransformer.layers.attention import MultiHeadAttention
-    mha = {"d_model": 8, "n_head": 2, "causal": True, "rng": 0, "relative": "shaw", "relative_clip": 2,
-           "window": 2, "dilation": 2}
-    yield "MultiHeadAttention(shaw, dilation)", entrance(MultiHeadAttention, lambda: dict(mha),
-                                                                      extra=["dilation, global_positions"])
+    from minitransformer.layers import (Causal, DilatedWindow, GlobalWindow, MultiHeadAttention, RoPE, Shaw,
+                                        SlidingWindow, T5Bias)
+    yield "MultiHeadAttention(shaw, dilation)", entrance(MultiHeadAttention, lambda: {
+        "d_model": 8, "n_head": 2, "rng": 0, "positions": Shaw(2), "pattern": DilatedWindow(2, 2)},
+        extra=["positions", "pattern"])
     yield "MultiHeadAttention(t5, global)", entrance(MultiHeadAttention, lambda: {
-        "d_model": 8, "n_head": 2, "causal": True, "rng": 0, "relative": "t5", "relative_buckets": 8,
-        "relative_max_distance": 16, "window": 2, "global_positions": [0]},
-        extra=["dilation, global_positions", "relative_max_distance"])
+        "d_model": 8, "n_head": 2, "rng": 0, "positions": T5Bias(False, 8, 16), "pattern": GlobalWindow(2, [0])},
+        extra=["positions", "pattern"])
     yield "MultiHeadAttention(rope_scale, attn_p_drop)", entrance(MultiHeadAttention, lambda: {
-        "d_model": 8, "n_head": 2, "rope": True, "rope_scale": 2.0, "rng": 0, "attn_p_drop": 0.1, "dropout_rng": 0})
-    for kind in ("shaw", "t5"):
-        kw = {"d_model": 8, "n_head": 2, "causal": True, "rng": 0, "relative": kind}
+        "d_model": 8, "n_head": 2, "positions": RoPE(scale=2.0), "rng": 0, "attn_p_drop": 0.1, "dropout_rng": 0},
+        extra=["positions"])
+    for cls, good in ((RoPE, {"layout": "half", "base": 500.0, "scale": 2.0}), (Shaw, {"clip": 2}),
+                      (T5Bias, {"bidirectional": False, "n_buckets": 8, "max_distance": 16}),
+                      (SlidingWindow, {"window": 3}), (DilatedWindow, {"window": 3, "dilation": 2}),
+                      (GlobalWindow, {"window": 3, "global_positions": [0, 4]})):
+        yield f"{cls.__name__}()", entrance(cls, lambda good=good: dict(good),
+                                            extra=["global_positions[", "n_buckets", "max_distance"])
+    for kind, positions in (("shaw", Shaw), ("t5", lambda: T5Bias(bidirectional=False))):
+        kw = {"d_model": 8, "n_head": 2, "pattern": Causal(), "rng": 0, "positions": positions()}
         yield f"MultiHeadAttention({kind}).forward", _module_forward(MultiHeadAttention, kw, "x",
                                                                      lambda: (f32(2, 3, 8),))
         yield f"MultiHeadAttention({kind}).backward(near miss)", near_miss_backward(

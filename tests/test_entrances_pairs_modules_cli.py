@@ -150,6 +150,7 @@ def _functional():
 def _module_entrances():
     from minitransformer.layers import activation, attention as mha, blocks, dropout as dmod, kv_cache
     from minitransformer.layers import norm as nmod, positions, residual
+    from minitransformer.layers import RoPE, SlidingWindow
     mods = {
         "LayerNorm": (nmod.LayerNorm, {"d_model": 4, "eps": 1e-5}, lambda: (f32(2, 3, 4),), "x"),
         "RMSNorm": (nmod.RMSNorm, {"d_model": 4, "eps": 1e-6}, lambda: (f32(2, 3, 4),), "x"),
@@ -160,7 +161,7 @@ def _module_entrances():
         "SwiGLU": (activation.SwiGLU, {}, lambda: (f32(2, 4),), "h"),
         "Dropout": (dmod.Dropout, {"p_drop": 0.5, "rng": 0}, lambda: (f32(2, 4),), "x"),
         "MultiHeadAttention": (mha.MultiHeadAttention, {"d_model": 8, "n_head": 2, "n_kv_head": 1,
-                                                        "causal": True, "rng": 0, "window": 2},
+                                                        "pattern": SlidingWindow(2), "rng": 0},
                                lambda: (f32(2, 3, 8),), "x"),
         "LearnedPositionEmbedding": (positions.LearnedPositionEmbedding, {"max_len": 8, "d_model": 4, "rng": 0},
                                      lambda: (3,), "T"),
@@ -171,7 +172,8 @@ def _module_entrances():
         yield f"{name}.forward", _module_forward(cls, kwargs, arg, inputs)
         yield f"{name}.backward", _module_backward(cls, kwargs, inputs)
     spec = lambda: dict(d_model=8, n_head=2, d_ff=16)                       # noqa: E731
-    yield "BlockSpec", entrance(blocks.BlockSpec, lambda: dict(spec(), eps=1e-5, p_drop=0.1, window=2),
+    yield "BlockSpec", entrance(blocks.BlockSpec, lambda: dict(spec(), eps=1e-5, p_drop=0.1,
+                                                               pattern=SlidingWindow(2), positions=RoPE()),
                                 extra=["d_model", "n_head", "n_kv_head"])
     yield "EncoderBlock.forward", _module_forward(lambda **k: blocks.EncoderBlock(blocks.BlockSpec(**spec()), rng=0),
                                                   {}, "x", lambda: (f32(2, 3, 8),))

@@ -32,7 +32,9 @@ from minitransformer.fast import perf
 from minitransformer.fast.data_parallel import DataParallel, n_replicas_for, split_batch
 from minitransformer.fast.perf import blas_thread_control, blas_threads, release_free_heap
 from minitransformer.fast.workers import replicate
-from minitransformer.training.loop import TrainConfig, make_optimizer, train, train_step
+from minitransformer.functional.twins import twin
+from minitransformer.training.loop import TrainConfig, evaluate, make_optimizer, train, train_step
+from minitransformer.training.loss import task_loss, task_loss_backward
 from minitransformer.training.tasks import LanguageModelTask, MaskedLMTask, SequenceTaskData
 
 V, T = 11, 8
@@ -91,6 +93,36 @@ def test_the_parts_gradients_add_up_to_the_whole_batchs(family, batch_size, n_re
         assert all(not g.any() for worker in parallel.workers for g in worker.grads)  # summed, cleared
 
 
+def test_the_loops_twins_are_its_loss_and_backward_over_the_replicas():
+    """The one seam by which data parallelism enters the core's loop: twin(task_loss) and
+    twin(task_loss_backward), registered for the block, give the whole batch's loss and gradients
+    (upstream dL scales them); another model, and the plain cache, take the plain functions."""
+    model, task = _family("gpt", 5, 3)
+    other, _ = _family("gpt", 5, 4)
+    batch = task.batch("train", np.random.default_rng(3))
+    L_whole, grads_whole = _whole_batch(model, task, batch)
+    L_other, grads_other = _whole_batch(other, task, batch)
+    rtol, atol = RTOL[np.float64], ATOL[np.float64]
+    with DataParallel(model, 2) as parallel, fast.enabled(parallel.twins()):
+        L, cache = twin(task_loss)(model, task, batch)
+        twin(task_loss_backward)(model, 0.5, cache)
+        assert L == pytest.approx(L_whole, rel=rtol, abs=atol)
+        for name, _, g in model.parameters():
+            np.testing.assert_allclose(g, 0.5 * grads_whole[name], rtol=rtol, atol=atol, err_msg=name)
+        L, cache = twin(task_loss)(other, task, batch)                 # not the replicated model
+        twin(task_loss_backward)(other, 1.0, cache)
+        assert L == pytest.approx(L_other, rel=rtol, abs=atol)
+        for name, _, g in other.parameters():
+            np.testing.assert_allclose(g, grads_other[name], rtol=rtol, atol=atol, err_msg=name)
+    assert twin(task_loss) is task_loss and twin(task_loss_backward) is task_loss_backward   # after the block
+
+
+def test_the_plain_loop_takes_no_argument_that_only_the_wing_uses():
+    import inspect
+    for fn in (train, train_step, evaluate):
+        assert "parallel" not in inspect.signature(fn).parameters, fn.__name__
+
+
 def test_a_batch_with_every_target_ignored_has_loss_0_and_no_gradient():
     model, task = _family("mlm", 4, 0)
     inputs, labels = task.batch("train", np.random.default_rng(0))
@@ -145,9 +177,9 @@ def test_the_workers_see_each_steps_parameters():
     cfg = TrainConfig()
     optimizer = make_optimizer(model, cfg)
     batch = task.batch("train", np.random.default_rng(1))
-    with DataParallel(model, 2) as parallel:
+    with DataParallel(model, 2) as parallel, fast.enabled(parallel.twins()):
         for _ in range(2):                    # the update happens in this process's arrays only
-            train_step(model, task, batch, optimizer, 1e-2, cfg, parallel=parallel)
+            train_step(model, task, batch, optimizer, 1e-2, cfg)
         L, _ = parallel.loss(task, batch)     # copies this step's parameters into the shared ones
         seen = parallel.call_workers(_parameters)[0]
         parallel.release_caches()

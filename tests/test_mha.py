@@ -14,7 +14,8 @@ from hypothesis import given, strategies as st
 from minitransformer.functional import masks
 from minitransformer.functional.alibi import alibi_slopes
 from minitransformer.gradcheck import check_module
-from minitransformer.layers import KVCache, MultiHeadAttention
+from minitransformer.layers import (ALiBi, Causal, Full, KVCache, MultiHeadAttention, NoPositions, RoPE,
+                                    SlidingWindow, T5Bias)
 from strategies import forward_in_chunks, head_counts, normal_array, seeds
 
 TOL = 1e-7
@@ -32,22 +33,20 @@ def mha_variants(draw):
     C = H * draw(st.sampled_from([2, 4]))
     kw = {"n_kv_head": K, "bias": draw(st.booleans()), "cross": draw(st.booleans())}
     if not kw["cross"]:
-        kw["causal"] = draw(st.booleans())
+        causal = draw(st.booleans())
+        kw["pattern"] = (SlidingWindow(draw(st.integers(1, 3))) if draw(st.booleans()) else Causal()) \
+            if causal else Full()
         position = draw(st.sampled_from(["none", "rope", "alibi"]))
-        if position == "rope":
-            kw.update(rope=True, rope_layout=draw(layouts))
-        kw["alibi"] = position == "alibi"
-        if kw["causal"] and draw(st.booleans()):
-            kw["window"] = draw(st.integers(1, 3))
+        kw["positions"] = {"none": NoPositions(), "rope": RoPE(draw(layouts)), "alibi": ALiBi()}[position]
     return C, H, kw
 
 
 # ---------------------------------------------------------------- gradients
 VARIANTS = {
-    "self": {}, "no-bias": {"bias": False}, "causal": {"causal": True}, "gqa": {"n_kv_head": 2},
-    "mqa": {"n_kv_head": 1, "causal": True}, "rope": {"causal": True, "rope": True},
-    "rope-half": {"causal": True, "rope": True, "rope_layout": "half"},
-    "alibi": {"causal": True, "alibi": True}, "window": {"causal": True, "window": 2},
+    "self": {}, "no-bias": {"bias": False}, "causal": {"pattern": Causal()}, "gqa": {"n_kv_head": 2},
+    "mqa": {"n_kv_head": 1, "pattern": Causal()}, "rope": {"pattern": Causal(), "positions": RoPE()},
+    "rope-half": {"pattern": Causal(), "positions": RoPE("half")},
+    "alibi": {"pattern": Causal(), "positions": ALiBi()}, "window": {"pattern": SlidingWindow(2)},
     "cross": {"cross": True}, "cross-mqa-no-bias": {"cross": True, "n_kv_head": 1, "bias": False},
 }
 
@@ -77,15 +76,16 @@ def test_mha_gradients_drawn_variants(variant, padded, seed):
 
 
 # ---------------------------------------------------------------- causality
-CAUSAL_VARIANTS = [{}, {"rope": True}, {"rope": True, "rope_layout": "half"}, {"alibi": True},
-                   {"window": 2}, {"n_kv_head": 2}, {"n_kv_head": 1, "rope": True, "window": 3}]
+CAUSAL_VARIANTS = [{}, {"positions": RoPE()}, {"positions": RoPE("half")}, {"positions": ALiBi()},
+                   {"pattern": SlidingWindow(2)}, {"n_kv_head": 2},
+                   {"n_kv_head": 1, "positions": RoPE(), "pattern": SlidingWindow(3)}]
 
 
 @given(variant=st.sampled_from(CAUSAL_VARIANTS), t=st.integers(0, 4), seed=seeds)
 def test_no_causal_leak(variant, t, seed):
     """Changing the input after position t changes no output at or before t, and the
     outputs at or before t send exactly zero gradient to the positions after t."""
-    layer = mha(8, 4, seed, causal=True, **variant)
+    layer = mha(8, 4, seed, **{"pattern": Causal(), **variant})
     x = normal_array(seed, (2, 6, 8))
     changed = x.copy()
     changed[:, t + 1:] = normal_array(seed + 1, changed[:, t + 1:].shape)
@@ -146,7 +146,7 @@ def reference_mha(x, W_q, W_k, W_v, W_o, H, slopes=None):
 def test_fused_weight_blocks_are_q_k_v(seed, H, alibi):
     """With n_kv_head = n_head the layer is plain multi-head attention whose W_q, W_k, W_v
     are the three column blocks of W_qkv; with ALiBi, head h gets the h-th slope."""
-    layer = mha(2 * H, H, seed, causal=True, bias=False, alibi=alibi)
+    layer = mha(2 * H, H, seed, pattern=Causal(), bias=False, positions=ALiBi() if alibi else None)
     x = normal_array(seed, (2, 4, 2 * H))
     W_q, W_k, W_v = np.split(layer.W_qkv, 3, axis=1)
     expected = reference_mha(x, W_q, W_k, W_v, layer.W_o, H, alibi_slopes(H) if alibi else None)
@@ -165,8 +165,8 @@ def test_grouped_query_equals_mha_with_repeated_kv_weights(seed, KH):
     kv weight is the sum of the copies' gradients."""
     H, K = KH
     G, D = H // K, 2
-    gqa = mha(H * D, H, seed, n_kv_head=K, causal=True, rope=True)
-    plain = mha(H * D, H, seed, causal=True, rope=True)
+    gqa = mha(H * D, H, seed, n_kv_head=K, pattern=Causal(), positions=RoPE())
+    plain = mha(H * D, H, seed, pattern=Causal(), positions=RoPE())
     for name in ("W_qkv", "b_qkv"):
         q, k, v = split_kv_heads(gqa.params[name], H, K, D)
         rep = [np.repeat(a, G, axis=-2).reshape(*q.shape[:-1], H * D) for a in (k, v)]
@@ -195,11 +195,11 @@ def test_parameters_and_initialisation():
 
 # ------------------------------------------------------------------ KV cache
 CACHE_VARIANTS = {  # learned (or no) positions: added outside attention, so the same as none here
-    "none": {"causal": True}, "rope": {"causal": True, "rope": True},
-    "rope-half": {"causal": True, "rope": True, "rope_layout": "half"},
-    "alibi": {"causal": True, "alibi": True}, "window": {"causal": True, "window": 2},
-    "gqa": {"causal": True, "n_kv_head": 2, "rope": True},
-    "mqa": {"causal": True, "n_kv_head": 1, "alibi": True},
+    "none": {"pattern": Causal()}, "rope": {"pattern": Causal(), "positions": RoPE()},
+    "rope-half": {"pattern": Causal(), "positions": RoPE("half")},
+    "alibi": {"pattern": Causal(), "positions": ALiBi()}, "window": {"pattern": SlidingWindow(2)},
+    "gqa": {"pattern": Causal(), "n_kv_head": 2, "positions": RoPE()},
+    "mqa": {"pattern": Causal(), "n_kv_head": 1, "positions": ALiBi()},
 }
 
 
@@ -251,7 +251,7 @@ def test_kv_cache_grows_by_doubling():
 
 
 def test_bad_padding_mask_leaves_the_kv_cache_unchanged():
-    layer, cache = mha(8, 2, causal=True), KVCache()
+    layer, cache = mha(8, 2, pattern=Causal()), KVCache()
     layer.forward(normal_array(0, (1, 2, 8)), kv_cache=cache)
     with pytest.raises(ValueError, match="key_padding_mask: expected shape \\(1, 3\\)"):  # 2 cached + 1 new
         layer.forward(normal_array(1, (1, 1, 8)), key_padding_mask=np.ones((1, 1), bool), kv_cache=cache)
@@ -259,7 +259,7 @@ def test_bad_padding_mask_leaves_the_kv_cache_unchanged():
 
 
 def test_backward_after_cached_forward_is_a_clear_error():
-    layer = mha(8, 2, causal=True)
+    layer = mha(8, 2, pattern=Causal())
     layer.forward(normal_array(0, (1, 2, 8)), kv_cache=KVCache())
     assert layer.attention_probs() is None
     with pytest.raises(RuntimeError, match="kv_cache"):
@@ -268,7 +268,7 @@ def test_backward_after_cached_forward_is_a_clear_error():
 
 # ------------------------------------------------------- probs, dtype, masks
 def test_attention_probs_of_the_pending_forward():
-    layer = mha(8, 2, causal=True)
+    layer = mha(8, 2, pattern=Causal())
     assert layer.attention_probs() is None
     x = normal_array(0, (3, 4, 8))
     layer.forward(x)
@@ -281,7 +281,7 @@ def test_attention_probs_of_the_pending_forward():
 
 
 def test_float32_stays_float32_and_astype_rebuilds_the_alibi_bias():
-    layer = MultiHeadAttention(8, 4, n_kv_head=2, causal=True, alibi=True, rng=0)
+    layer = MultiHeadAttention(8, 4, n_kv_head=2, pattern=Causal(), positions=ALiBi(), rng=0)
     x = np.random.default_rng(0).standard_normal((2, 3, 8)).astype(np.float32)
     y = layer.forward(x)
     assert y.dtype == layer.attention_probs().dtype == np.float32
@@ -291,13 +291,15 @@ def test_float32_stays_float32_and_astype_rebuilds_the_alibi_bias():
     assert layer.forward(x.astype(np.float64)).dtype == np.float64
 
 
-def test_causal_mask_is_built_once_per_shape(monkeypatch):
+def test_causal_mask_is_built_once_per_shape_for_every_layer_sharing_the_pattern(monkeypatch):
     calls = []
     build = masks.causal_mask
     monkeypatch.setattr(masks, "causal_mask", lambda *a, **kw: calls.append(a) or build(*a, **kw))
-    layer = mha(8, 2, causal=True)
+    pattern = Causal()
+    layers = [mha(8, 2, seed, pattern=pattern) for seed in range(2)]
     for T in (3, 3, 3, 2):
-        layer.forward(normal_array(T, (1, T, 8)))
+        for layer in layers:
+            layer.forward(normal_array(T, (1, T, 8)))
     assert calls == [(3, 3), (2, 2)]
 
 
@@ -306,12 +308,18 @@ def test_errors_name_the_argument():
         MultiHeadAttention(8, 3)
     with pytest.raises(ValueError, match="n_kv_head: expected a divisor of n_head=4"):
         MultiHeadAttention(8, 4, n_kv_head=3)
-    with pytest.raises(ValueError, match="rope: .* must be even"):
-        MultiHeadAttention(6, 2, rope=True)
-    with pytest.raises(ValueError, match="dilation, global_positions: the sparse patterns are causal"):
-        MultiHeadAttention(8, 2, window=2, dilation=2)       # a window without causal: both ways
-    with pytest.raises(ValueError, match="cross: .* expected causal, rope, alibi and window off"):
-        MultiHeadAttention(8, 2, cross=True, rope=True)
+    with pytest.raises(ValueError, match="positions: RoPE rotates pairs, .* must be even"):
+        MultiHeadAttention(6, 2, positions=RoPE())
+    with pytest.raises(ValueError, match="cross: .* expected no positions and no pattern"):
+        MultiHeadAttention(8, 2, cross=True, positions=RoPE())
+    with pytest.raises(ValueError, match="cross: .* expected no positions and no pattern"):
+        MultiHeadAttention(8, 2, cross=True, pattern=Causal())
+    with pytest.raises(TypeError, match="positions: expected a position hook"):
+        MultiHeadAttention(8, 2, positions="rope")
+    with pytest.raises(TypeError, match="pattern: expected an attention pattern"):
+        MultiHeadAttention(8, 2, pattern="causal")
+    with pytest.raises(ValueError, match="positions: T5's buckets must look the pattern's way"):
+        MultiHeadAttention(8, 2, positions=T5Bias(bidirectional=True), pattern=Causal())
     layer, cross = MultiHeadAttention(8, 2, rng=0), MultiHeadAttention(8, 2, cross=True, rng=0)
     x = np.zeros((2, 3, 8), np.float32)
     with pytest.raises(ValueError, match="x: expected size 8 \\(C = d_model\\)"):

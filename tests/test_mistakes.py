@@ -16,12 +16,12 @@ from minitransformer.functional.activations import gelu_forward, relu_forward
 from minitransformer.functional.erf import erfc
 from minitransformer.functional.heads import merge_heads, split_heads
 from minitransformer.functional.linear import linear_backward, linear_forward
+from minitransformer.functional.repeat_kv import repeat_kv_backward
 from minitransformer.homework.cases import (CASES, build_module, by_name, reference_results, run_module,
                                             run_pair, trial_inputs)
 from minitransformer.homework.graded import resolve
 from minitransformer.homework.mistakes import (catalogue, diagnose, diagnose_all, dtype_message,
                                                mutation_message, nan_message)
-from minitransformer.layers.blocks import BlockSpec
 from minitransformer.layers.residual import Residual
 
 SEEDS = (0, 1)
@@ -39,7 +39,7 @@ def _diagnoses(case_name, forward=None, backward=None, module_patch=None, seeds=
         case = graded.draw(np.random.default_rng([3, seed]))
         ref, g = reference_results(graded, case, seed=seed)
         if graded.check.checker == "module":
-            module = build_module(resolve("minitransformer", graded.check.forward), case, BlockSpec)
+            module = build_module(resolve("minitransformer", graded.check.forward), case)
             module_patch(module)
             student, _ = run_module(module, case, g=g)
         elif graded.check.backward is None:
@@ -365,12 +365,11 @@ def dropout_bwd(kind):
 
 
 def student_attention(scale="sqrt", use_mask=True, invert=False, use_bias=True, axis=-1, dropout="right",
-                      backward_scale=True, sum_groups=True, reduce_bias=True):
-    """A student's attention (grouped heads by repeating K and V), one choice made wrong."""
+                      backward_scale=True, reduce_bias=True):
+    """A student's attention, one choice made wrong."""
     def forward(q, k, v, mask=None, bias=None, *, p_drop=0.0, drop_mask=None):
         D = q.shape[-1]
-        r = q.shape[1] // k.shape[1]
-        K, Vv = np.repeat(k, r, 1), np.repeat(v, r, 1)
+        K, Vv = k, v
         c = {"sqrt": 1 / np.sqrt(D), "none": 1.0, "D": 1 / D}[scale]
         s = q @ K.swapaxes(-1, -2) * c
         if bias is not None and use_bias:
@@ -385,21 +384,34 @@ def student_attention(scale="sqrt", use_mask=True, invert=False, use_bias=True, 
         if drop_mask is not None and dropout != "ignored":
             M = drop_mask / (1.0 if dropout == "unscaled" else 1 - p_drop)
         MB = 1.0 if dropout == "backward-ignored" else M
-        return (P * M) @ Vv, (q, K, Vv, P, MB, c, r, None if bias is None else bias.shape)
+        return (P * M) @ Vv, (q, K, Vv, P, MB, c, None if bias is None else bias.shape)
     def backward(dout, cache):
-        q, K, Vv, P, MB, c, r, bias_shape = cache
+        q, K, Vv, P, MB, c, bias_shape = cache
         dV = (P * MB).swapaxes(-1, -2) @ dout
         dP = dout @ Vv.swapaxes(-1, -2) * MB
         dS = P * (dP - (dP * P).sum(axis, keepdims=True))
         cb = c if backward_scale else 1.0
         dq, dK = dS @ K * cb, dS.swapaxes(-1, -2) @ q * cb
-        if sum_groups:
-            B, H, S, D = dK.shape
-            dK, dV = dK.reshape(B, H // r, r, S, D).sum(2), dV.reshape(B, H // r, r, S, -1).sum(2)
         grads = (dq, dK, dV)
         if bias_shape is not None:
             grads += (dS.sum(0, keepdims=True) if reduce_bias else dS,)
         return grads
+    return forward, backward
+
+
+def student_repeat_kv(kind):
+    """A student's repeat_kv: "not-summed" (dx keeps every copy), "tiled" (np.tile for np.repeat, both
+    ways), "one-copy" (dx of the first copy of each group)."""
+    def forward(x, r):
+        out = np.tile(x, (1, r, 1, 1)) if kind == "tiled" else np.repeat(x, r, axis=1)
+        return out, (x.shape, r)
+    def backward(dout, cache):
+        (B, G, S, D), r = cache
+        if kind == "not-summed":
+            return dout.copy()
+        if kind == "tiled":
+            return dout.reshape(B, r, G, S, D).sum(1)
+        return dout[:, ::r].copy()
     return forward, backward
 
 
@@ -517,7 +529,7 @@ def sinusoidal(kind):
 # ------------------------------------------------------------------ module bugs: a student's backward
 def mha_backward(kind):
     def backward(self, dy):
-        proj, proj_kv, rope, attn, out, _ = self._pop_cache()
+        proj, proj_kv, rope, attn, out, _, repeat = self._pop_cache()
         do, dW_o, db_o = linear_backward(dy, out)
         self.grads["W_o"] += dW_o
         if kind == "doubled":
@@ -528,6 +540,8 @@ def mha_backward(kind):
             self.grads["W_o"] -= dW_o
             self.grads["b_o"] += db_o
         dq, dk, dv = A.attention_backward(split_heads(do, self.head_dim), attn)
+        if repeat is not None:
+            dk, dv = repeat_kv_backward(dk, repeat), repeat_kv_backward(dv, repeat)
         if self.cross:
             dx, dW_q, db_q = linear_backward(merge_heads(dq), proj)
             self.grads["W_q"] += dW_q
@@ -716,21 +730,24 @@ PLANTED = {
     "dropout-no-upstream": ("dropout: training with a given keep-mask", "dx", None, dropout_bwd("no-upstream")),
     "dropout-own-mask": ("dropout: training with a given keep-mask", "out", *dropout_pair("own-mask")),
     "dropout-in-eval": ("dropout: eval mode (training=False) is the identity", "out", *dropout_pair("eval-drops")),
-    "attention-no-scale": ("attention: masked keys, H = G", "out", *student_attention(scale="none")),
-    "attention-scale-1-over-D": ("attention: masked keys, H = G", "out", *student_attention(scale="D")),
-    "attention-backward-no-scale": ("attention: masked keys, H = G", "dq", *student_attention(backward_scale=False)),
-    "attention-mask-ignored": ("attention: masked keys, H = G", "out", *student_attention(use_mask=False)),
-    "attention-mask-inverted": ("attention: masked keys, H = G", "out", *student_attention(invert=True)),
+    "attention-no-scale": ("attention: masked keys", "out", *student_attention(scale="none")),
+    "attention-scale-1-over-D": ("attention: masked keys", "out", *student_attention(scale="D")),
+    "attention-backward-no-scale": ("attention: masked keys", "dq", *student_attention(backward_scale=False)),
+    "attention-mask-ignored": ("attention: masked keys", "out", *student_attention(use_mask=False)),
+    "attention-mask-inverted": ("attention: masked keys", "out", *student_attention(invert=True)),
     "attention-bias-ignored": ("attention: additive bias (dbias)", "out", *student_attention(use_bias=False)),
-    "attention-softmax-over-queries": ("attention: masked keys, H = G", "out", *student_attention(axis=-2)),
+    "attention-softmax-over-queries": ("attention: masked keys", "out", *student_attention(axis=-2)),
     "attention-dropout-ignored": ("attention: dropout on P with a given drop_mask", "out",
                                   *student_attention(dropout="ignored")),
     "attention-dropout-unscaled": ("attention: dropout on P with a given drop_mask", "out",
                                    *student_attention(dropout="unscaled")),
     "attention-dropout-backward-ignored": ("attention: dropout on P with a given drop_mask", "dv",
                                            *student_attention(dropout="backward-ignored")),
-    "attention-gqa-not-summed": ("attention: grouped heads G < H (H=4, G=2)", "dk",
-                                 *student_attention(sum_groups=False)),
+    "repeat-kv-not-summed": ("repeat_kv: G=2 kv heads for H=4 query heads", "dx",
+                             *student_repeat_kv("not-summed")),
+    "repeat-kv-tiled": ("repeat_kv: G=2 kv heads for H=4 query heads", "out", *student_repeat_kv("tiled")),
+    "repeat-kv-one-copy": ("repeat_kv: multi-query, G=1 kv head for H=3 query heads", "dx",
+                           *student_repeat_kv("one-copy")),
     "attention-dbias-not-reduced": ("attention: additive bias (dbias)", "dbias", *student_attention(reduce_bias=False)),
     "rope-direction": ("rope: interleaved pairs, offset > 0", "out", *student_rope(direction=-1)),
     "rope-backward-forward-rotation": ("rope: interleaved pairs, offset > 0", "dx", *student_rope(back=1)),

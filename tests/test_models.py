@@ -1,6 +1,6 @@
 """Whole models: gradient checks over the variant combinations, tying, determinism, errors.
 
-Tolerance 1e-6 (the issue's bar for whole models): float64 central differences
+Tolerance 1e-6 (the project's bar for whole models): float64 central differences
 through a few layers land near 1e-8 for a correct backward; a wrong one near 1.
 """
 import numpy as np

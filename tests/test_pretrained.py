@@ -12,7 +12,7 @@ Two kinds of test:
 Tolerances, with their reasons:
 - float32 against PyTorch's float32: the golden file says the float32 reference
   itself is 1.6e-6 from a float64 run; summation orders differ between BLAS
-  libraries, so hidden states agree to ~1e-5 and we ask 1e-4 (the issue's bar),
+  libraries, so hidden states agree to ~1e-5 and we ask 1e-4 (the project's bar),
   cosine >= 0.99999 for the normalised embeddings.
 - float64 against the from-scratch reference: same math, other summation order,
   about 1e-15 relative; 1e-10 absolute leaves room and still catches any mapping

@@ -25,7 +25,7 @@ from minitransformer.functional.shaw import relative_index, shaw_attention_backw
 from minitransformer.functional.t5_bias import relative_position_bucket, t5_bias_backward, t5_bias_forward
 from minitransformer.generation.generate import LogitsStep
 from minitransformer.gradcheck import check_module, check_pair
-from minitransformer.layers.attention import MultiHeadAttention
+from minitransformer.layers import Causal, MultiHeadAttention, Shaw, T5Bias
 from minitransformer.layers.kv_cache import KVCache
 from minitransformer.training.checkpoint import load_checkpoint
 from minitransformer.models import GPT, Encoder, EncoderConfig, GPTConfig, Seq2Seq, Seq2SeqConfig
@@ -40,8 +40,8 @@ F64 = np.float64
 # ----------------------------------------------------------------- Shaw et al.
 @st.composite
 def shaw_case(draw):
-    """q, k, v, table_K, table_V, mask: drawn B, H, G | H, T <= S, D, Dv, clip k and mask kind."""
-    B, (H, G) = draw(st.integers(1, 2)), draw(head_counts())
+    """q, k, v, table_K, table_V, mask: drawn B, H, T <= S, D, Dv, clip k and mask kind."""
+    B, H = draw(st.integers(1, 2)), draw(st.integers(1, 4))
     T, D, Dv = draw(st.integers(1, 4)), draw(st.integers(1, 3)), draw(st.integers(1, 3))
     S = T + draw(st.integers(0, 2))
     clip = draw(st.integers(0, 3))
@@ -52,8 +52,8 @@ def shaw_case(draw):
             "causal": causal_mask(T, S),
             "padding": key_padding_mask(rng.integers(0, S + 1, size=B), S),  # length 0: rows fully masked
             "random": rng.random((B, H, T, S)) < 0.6}[kind]
-    return dict(q=normal_array(seed, (B, H, T, D)), k=normal_array(seed + 1, (B, G, S, D)),
-                v=normal_array(seed + 2, (B, G, S, Dv)), table_K=normal_array(seed + 3, (2 * clip + 1, D)),
+    return dict(q=normal_array(seed, (B, H, T, D)), k=normal_array(seed + 1, (B, H, S, D)),
+                v=normal_array(seed + 2, (B, H, S, Dv)), table_K=normal_array(seed + 3, (2 * clip + 1, D)),
                 table_V=normal_array(seed + 4, (2 * clip + 1, Dv)), mask=mask)
 
 
@@ -79,7 +79,7 @@ def test_shaw_clip_index_by_hand():
 def test_shaw_with_zero_tables_is_plain_attention():
     """a^K = a^V = 0: the formula reduces to softmax(q kᵀ/√D + mask) v."""
     rng = np.random.default_rng(0)
-    q, k, v = rng.standard_normal((2, 4, 5, 3)), rng.standard_normal((2, 2, 5, 3)), rng.standard_normal((2, 2, 5, 3))
+    q, k, v = rng.standard_normal((2, 4, 5, 3)), rng.standard_normal((2, 4, 5, 3)), rng.standard_normal((2, 4, 5, 3))
     mask = causal_mask(5)
     zeros = np.zeros((5, 3))
     o, _ = shaw_attention_forward(q, k, v, zeros, zeros, mask)
@@ -241,9 +241,9 @@ def test_attention_returns_the_bias_gradient_the_t5_table_needs():
        padded=st.booleans(), seed=seeds)
 def test_mha_gradients_with_relative_positions(relative, causal, heads, padded, seed):
     H, G = heads
-    mha = MultiHeadAttention(2 * H, H, n_kv_head=G, causal=causal, relative=relative, relative_clip=2,
-                             relative_buckets=6, relative_max_distance=4, rng=seed % 1000, init_std=0.5,
-                             dtype=F64)
+    positions = Shaw(2) if relative == "shaw" else T5Bias(not causal, n_buckets=6, max_distance=4)
+    mha = MultiHeadAttention(2 * H, H, n_kv_head=G, positions=positions, pattern=Causal() if causal else None,
+                             rng=seed % 1000, init_std=0.5, dtype=F64)
     x = normal_array(seed, (2, 5, 2 * H))
     mask = np.array([[True] * 5, [True] * 3 + [False] * 2]) if padded else None
     result = check_module(mha, x, forward_kwargs={"key_padding_mask": mask}, seed=seed, h=5e-5,
@@ -254,8 +254,9 @@ def test_mha_gradients_with_relative_positions(relative, causal, heads, padded, 
 @pytest.mark.parametrize("relative", ["shaw", "t5"])
 def test_mha_kv_cache_equals_the_full_forward(relative):
     """Causal: 3 tokens, then 1, then 2 through the cache give the rows of one 6-token forward."""
-    mha = MultiHeadAttention(8, 4, n_kv_head=2, causal=True, relative=relative, relative_clip=2,
-                             relative_buckets=6, relative_max_distance=4, rng=0, init_std=0.5, dtype=F64)
+    positions = Shaw(2) if relative == "shaw" else T5Bias(False, n_buckets=6, max_distance=4)
+    mha = MultiHeadAttention(8, 4, n_kv_head=2, positions=positions, pattern=Causal(), rng=0, init_std=0.5,
+                             dtype=F64)
     x = np.random.default_rng(6).standard_normal((2, 6, 8))
     full = mha.forward(x)
     cache = KVCache()
@@ -333,10 +334,10 @@ def test_errors_name_the_argument():
         relative_position_bucket(np.zeros(3, int), True, 32, 8)
     with pytest.raises(ValueError, match="dbias: expected shape \\(2, 3, 3\\)"):
         t5_bias_backward(np.zeros((2, 3, 4)), t5_bias_forward(np.zeros((4, 2)), 3, 3, True, 3)[1])
-    with pytest.raises(ValueError, match="relative: expected one of"):
-        MultiHeadAttention(8, 2, relative="t6")
-    with pytest.raises(ValueError, match="relative: relative positions replace RoPE"):
-        MultiHeadAttention(8, 2, cross=True, relative="shaw")
+    with pytest.raises(ValueError, match="position: expected one of"):
+        GPTConfig(position="t6")
+    with pytest.raises(ValueError, match="cross: cross-attention has no shared time axis"):
+        MultiHeadAttention(8, 2, cross=True, positions=Shaw(2))
     with pytest.raises(ValueError, match="relative_clip: expected an integer in \\[0, inf\\]"):
         GPTConfig(position="shaw", relative_clip=-1)
     with pytest.raises(ValueError, match="relative_buckets: expected an integer in \\[4, inf\\]"):

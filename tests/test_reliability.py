@@ -269,7 +269,7 @@ def _setting_cases():
     from minitransformer.functional.shaw import relative_index
     from minitransformer.generation.generate import outside_nucleus
     from minitransformer.generation.streaming import streaming_nll
-    from minitransformer.layers import LayerNorm, MultiHeadAttention
+    from minitransformer.layers import LayerNorm, MultiHeadAttention, RoPE
     from minitransformer.layers.blocks import BlockSpec
     from minitransformer.layers.positions import LearnedPositionEmbedding
     from minitransformer.models import EncoderConfig, Seq2SeqConfig
@@ -292,10 +292,8 @@ def _setting_cases():
         "LearnedPositionEmbedding init_std=inf": (lambda: LearnedPositionEmbedding(4, 8, init_std=inf),
                                                   "init_std"),
         "rope_forward base=inf": (lambda: rope_forward(np.ones((1, 1, 2, 4)), base=inf), "base"),
-        "MultiHeadAttention rope_base=inf": (lambda: MultiHeadAttention(8, 2, rope=True, rope_base=inf),
-                                             "rope_base"),
-        "MultiHeadAttention rope_scale without RoPE": (lambda: MultiHeadAttention(8, 2, rope_scale=2),
-                                                       "rope_scale"),
+        "RoPE base=inf": (lambda: RoPE(base=inf), "base"),
+        "GPTConfig rope_scale without RoPE": (lambda: GPTConfig(rope_scale=2), "rope_scale"),
         "relative_index S=None": (lambda: relative_index(3, None, 2), "S"),
         "streaming_nll n_sink=None": (lambda: streaming_nll(rope_gpt, np.ones((1, 5), np.int64), 4, n_sink=None),
                                       "n_sink"),

@@ -35,11 +35,11 @@ def test_a_wrong_gradient_loses_its_check_only():
 
 def test_a_wrong_tensor_in_a_further_case_loses_that_case_and_a_mutation_the_integrity_check():
     outcomes = _all_right("attention")
-    outcomes[("attention: grouped heads G < H (H=4, G=2)", "dk")] = False
-    case = next(i for i in items("attention") if i.name.startswith("attention: grouped heads"))
+    outcomes[("attention: four heads (H=4)", "dk")] = False
+    case = next(i for i in items("attention") if i.name.startswith("attention: four heads"))
     assert score("attention", outcomes)[0] == pytest.approx(15 - case.points)
     outcomes = _all_right("attention")
-    outcomes[("attention: masked keys, H = G", UNCHANGED)] = False
+    outcomes[("attention: masked keys", UNCHANGED)] = False
     integrity = next(i for i in items("attention") if i.name.startswith("inputs and upstream"))
     assert score("attention", outcomes)[0] == pytest.approx(15 - integrity.points)
 

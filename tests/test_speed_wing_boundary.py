@@ -55,3 +55,24 @@ def test_importing_the_core_and_training_leaves_the_wing_off():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=PACKAGE.parent).stdout.split()
     assert out == ["False", "0"]
+
+
+def _twin_call_sites() -> set:
+    """The plain functions the core passes to twin(...): names, or ``self.attr`` for an attribute."""
+    found = set()
+    for folder in CORE:
+        for path in sorted((PACKAGE / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "twin" and node.args:
+                    found.add(ast.unparse(node.args[0]))
+    return found
+
+
+def test_docs_speed_lists_every_seam_the_core_opens():
+    """docs/speed.md's table of seams names exactly the functions the core routes through twin()."""
+    import re
+    text = (PACKAGE.parent / "docs" / "speed.md").read_text(encoding="utf-8")
+    section = text[text.index("## The seams"):]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    listed = {name for row in rows for name in re.findall(r"`([\w.]+)`", row.split(" | ")[0])}
+    assert listed == _twin_call_sites()

@@ -20,7 +20,7 @@ from hypothesis import given, settings, strategies as st
 import minitransformer.functional as functional_package
 from minitransformer.cli import main
 from minitransformer.functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
-from minitransformer.layers import MultiHeadAttention
+from minitransformer.layers import Causal, MultiHeadAttention
 from minitransformer.models import GPT, GPTConfig
 from minitransformer.models import gpt_reference
 from minitransformer.models.gpt_reference import gpt_loss_and_gradients
@@ -188,7 +188,7 @@ def test_every_parameter_a_forward_reads_gets_its_gradient_linked():
 
 
 def test_a_single_layer_traces_with_its_own_names():
-    layer = MultiHeadAttention(8, 2, causal=True, rng=0).astype(np.float64)
+    layer = MultiHeadAttention(8, 2, pattern=Causal(), rng=0).astype(np.float64)
     x = np.random.default_rng(0).standard_normal((1, 5, 8))
     with trace(layer) as t:
         y = layer.forward(x)

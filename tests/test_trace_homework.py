@@ -93,4 +93,4 @@ def test_a_wrong_order_in_the_mha_backward_is_found_between_two_routines(copy):
     first = data["compare"]["first"]
     assert data["steps"][first]["op"] == "merge_heads" and first in data["compare"]["yours"]
     assert "already differ" in said and "MultiHeadAttention.backward" in said
-    assert "parts[0] is dk of step 50 where the reference passes dq of step 50" in said
+    assert re.search(r"parts\[0\] is dk of step (\d+) where the reference passes dq of step \1;", said), said

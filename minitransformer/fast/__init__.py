@@ -49,10 +49,11 @@ def is_enabled() -> bool:
 
 
 @contextmanager
-def enabled():
-    """``with fast.enabled():`` the twins inside the block, the previous state after it."""
+def enabled(twins=None):
+    """``with fast.enabled():`` the kernel twins inside the block, the previous state after it.
+    ``twins``: these [(plain, twin)] pairs instead (fast.train adds its data-parallel pair)."""
     before = dict(TWINS)
-    enable()
+    TWINS.update(pairs() if twins is None else twins)
     try:
         yield
     finally:

@@ -4,6 +4,13 @@
         loss, backward = parallel.loss(task, batch)   # each part's forward and loss, at the same time
         backward()                                    # each part's backward; model.grads = their sum
 
+How the core's loop meets it: ``parallel.twins()`` pairs the loop's two calls,
+``training.loss.task_loss`` and ``task_loss_backward``, with ``parallel.task_loss`` and
+``parallel.task_loss_backward`` (the same arguments and results; the cache is the parts'
+backward); ``fast.train`` registers them in the core's hook ``functional.twins.TWINS``
+for the run, as ``fast.enable()`` registers the kernel twins. The core takes no argument
+for it.
+
 The math. The loss is a mean over the batch's kept targets (cross_entropy.py). Cut
 the batch into parts i, with N_i kept targets and mean loss L_i each, N = Σ_i N_i:
 
@@ -51,6 +58,7 @@ from __future__ import annotations
 import multiprocessing
 import weakref
 from contextlib import ExitStack
+from typing import NamedTuple
 
 import numpy
 
@@ -59,6 +67,10 @@ from ..validate import check_int, check_items
 from ..training.loss import task_loss, task_loss_backward
 from .perf import blas_thread_control, blas_threads
 from .workers import Worker, shared_like, stop
+
+
+class PartsCache(NamedTuple):
+    backward: object         # dL -> None: every part's backward with upstream dL · N_i / N, summed into model.grads
 
 
 def n_replicas_for(model, batch, requested: int) -> tuple[int, str]:
@@ -158,14 +170,37 @@ class DataParallel:
         L = sum(n_i * L_i for n_i, (L_i, _) in zip(n_kept, results)) / N if N else 0.0
         weights = [n_i / N if N else 0.0 for n_i in n_kept]
 
-        def backward():
-            self._run(workers, [("backward", w) for w in weights[1:]],
-                      lambda: task_loss_backward(self.model, weights[0], caches[0]))
+        def backward(dL: float = 1.0):
+            self._run(workers, [("backward", dL * w) for w in weights[1:]],
+                      lambda: task_loss_backward(self.model, dL * weights[0], caches[0]))
             for worker in workers:
                 for g, g_i in zip(self.grads, worker.grads):
                     g += g_i                                # ∂L/∂θ = Σ_i (N_i / N) ∂L_i/∂θ
                     g_i[...] = 0
         return L, backward
+
+    # ------------------------------------------------------- the core loop's twins
+    def twins(self) -> list:
+        """[(plain, twin)] for the core's hook (functional.twins.TWINS): the loop's loss and its backward."""
+        return [(task_loss, self.task_loss), (task_loss_backward, self.task_loss_backward)]
+
+    def task_loss(self, model, task, batch, smoothing: float = 0.0, device="cpu"):
+        """Twin of training.loss.task_loss: (L, cache) with the batch cut over the replicas; the cache
+        is a ``PartsCache`` (the parts' backward), which ``task_loss_backward`` here takes. Another
+        model than this one's: the plain function. In eval mode no backward follows: every replica's
+        caches are dropped at once."""
+        if model is not self.model:
+            return task_loss(model, task, batch, smoothing, device)
+        L, backward = self.loss(task, batch, smoothing)
+        if not model.training:
+            self.release_caches()
+        return L, PartsCache(backward)
+
+    def task_loss_backward(self, model, dL: float, cache) -> None:
+        """Twin of training.loss.task_loss_backward: every part's backward, the sum in ``model.grads``."""
+        if not isinstance(cache, PartsCache):
+            return task_loss_backward(model, dL, cache)
+        cache.backward(dL)
 
     def release_caches(self) -> None:
         """Drop every replica's forward caches (after a ``loss`` that no backward follows)."""

@@ -5,8 +5,9 @@
 
 The same loop (training/loop.py), the same losses up to float32 rounding, with:
   - the kernel twins (``fast.enabled()``) for the length of the run;
-  - the batch cut in parts over model replicas, a core each (data_parallel.py), passed
-    to the core loop as ``train(..., parallel=...)``;
+  - the batch cut in parts over model replicas, a core each (data_parallel.py), whose
+    twins of the loop's ``task_loss`` and ``task_loss_backward`` are registered in the
+    core's hook for the run, as the kernel twins are (no argument of the core's loop);
   - glibc's allocator keeping freed memory for reuse (perf.tune_malloc), process-wide,
     left so after the run.
 On a GPU (``device="cuda"``) the kernel twins and the replicas stay off (they are NumPy
@@ -15,11 +16,10 @@ and CPU-process machinery) and AdamW updates each parameter in one fused kernel
 """
 from __future__ import annotations
 
-from contextlib import nullcontext
-
 import numpy
 
 from . import enabled
+from .kernels import pairs
 from .cuda_adamw import fused_like
 from .data_parallel import DataParallel, n_replicas_for
 from .perf import tune_malloc
@@ -49,7 +49,7 @@ def train(model, task, cfg, *, data_parallel: int = 2, malloc: bool = True, opti
     if data_parallel > 1:
         log(f"data parallel: {why}")
     state = [a for table in optimizer.state.values() for a in table.values()] if n > 1 else []
-    kernels = enabled() if on_cpu else nullcontext()       # the kernel twins are NumPy kernels
-    with kernels, DataParallel(model, n, forget=state) as parallel:
-        return plain_train(model, task, cfg, optimizer=optimizer, device=device, log=log,
-                           parallel=parallel if n > 1 else None, **kwargs)
+    kernels = pairs() if on_cpu else []       # NumPy kernels; on before the workers fork, so theirs too
+    with enabled(kernels), DataParallel(model, n, forget=state) as parallel:
+        with enabled(parallel.twins() if n > 1 else []):   # the loop's loss over the replicas
+            return plain_train(model, task, cfg, optimizer=optimizer, device=device, log=log, **kwargs)

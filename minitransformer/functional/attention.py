@@ -1,4 +1,4 @@
-"""Scaled dot-product attention, with a mask, an additive bias and grouped-query heads.
+"""Scaled dot-product attention over heads, with a mask, an additive bias and dropout on P.
 
     scores = Q Kᵀ / √D + bias                 (B, H, T, S)
     scores = -inf where the mask is False     (the key is hidden from the query)
@@ -6,10 +6,12 @@
     P̃      = P ⊙ m / (1 - p_drop)             (B, H, T, S) attention dropout, training only
     out    = P̃ V                              (B, H, T, D)
 
-Q holds T queries, K and V hold S keys and values, D is the head dim. Dividing by
+Q holds T queries, K and V hold S keys and values, D is the head dim; every line runs
+on all B·H (batch, head) pairs at once, as one batched matrix product. Dividing by
 √D keeps the scores' variance near 1 when q and k have unit-variance entries, so
-the softmax does not saturate (Vaswani et al. 2017, section 3.2.1). The bias is
-ALiBi's distance penalty (functional/alibi.py) or any other additive score term.
+the softmax does not saturate (Vaswani et al. 2017, section 3.2.1). 1/√D multiplies
+the keys (B, H, S, D), a smaller array than the scores. The bias is ALiBi's distance
+penalty (functional/alibi.py) or any other additive score term.
 
 A query whose every key is masked has no distribution to take: softmax_forward
 returns a zero row for it (functional/softmax.py), so it outputs 0 and passes 0
@@ -22,13 +24,9 @@ values; a row of P̃ no longer sums to 1, only in expectation. p_drop = 0 or
 training=False: P̃ = P, the identity. The generator ``rng`` is passed in; ``drop_mask``
 gives the keep-mask m instead (a gradient check replays one mask).
 
-Grouped-query attention (GQA, Ainslie et al. 2023): K and V may have G <= H kv
-heads with H % G == 0; query head h reads kv head h // r, r = H / G query heads per
-kv head (G = 1 is multi-query attention). No repeated copy of K and V is made: Q
-(B, H, T, D) is viewed as (B, G, r·T, D), the r query heads of a group stacked
-along the query axis, and one batched matrix product over (B, G) meets them all
-with their shared keys. With G = H (r = 1) this is ordinary multi-head attention.
-1/√D multiplies the keys (B, G, S, D), a smaller array than the scores.
+Grouped-query attention (fewer kv heads than query heads) is not this function's
+business: the layer repeats each kv head for the query heads that share it before
+calling it, and sums their gradients after (functional/repeat_kv.py).
 
 Backward (each line reverses the forward line on its left):
     out = P̃ V                      dP̃ = dout Vᵀ,   dV = P̃ᵀ dout
@@ -38,14 +36,11 @@ Backward (each line reverses the forward line on its left):
     scores = Q (K/√D)ᵀ             dQ = dscores (K/√D),   d(K/√D) = dscoresᵀ Q
     K/√D = K · 1/√D                dK = d(K/√D) / √D
 
-In the grouped view, Pᵀ dout and dscoresᵀ Q multiply over the r·T rows of a group,
-so the sum over the r query heads that share a kv head happens inside the matrix
-product. Where the mask was False, P = 0 exactly, hence dscores = 0 and dP's row
-does not matter: a hidden key receives exactly zero gradient. The mask's -inf is a
-constant: it has no gradient of its own.
+Where the mask was False, P = 0 exactly, hence dscores = 0 and dP's entry does not
+matter: a hidden key receives exactly zero gradient. The mask's -inf is a constant:
+it has no gradient of its own.
 
-Shapes: B batch, H query heads, G kv heads, r = H / G, T queries, S keys, D head
-dim, Dv value dim.
+Shapes: B batch, H heads, T queries, S keys, D head dim, Dv value dim.
 
 This is the plain form. The speed wing has a twin with the same arguments and
 cache that overwrites the scores in place (minitransformer/fast/kernels/attention.py);
@@ -68,9 +63,9 @@ class AttentionCache(NamedTuple):
     # forward multiplied, and it is exactly what dQ needs). Not stored: the scores
     # (the softmax backward never reads them) and the mask (P is exactly 0 where it
     # was False, so the backward needs no mask).
-    q: object                # (B, G, r·T, D) queries grouped by kv head
-    k_scaled: object         # (B, G, S, D) the keys times 1/√D
-    v: object                # (B, G, S, Dv)
+    q: object                # (B, H, T, D) the queries
+    k_scaled: object         # (B, H, S, D) the keys times 1/√D
+    v: object                # (B, H, S, Dv)
     probs: object            # (B, H, T, S) the attention probabilities P
     scale: float             # 1/√D, a Python float (it never promotes float32)
     bias_shape: tuple | None  # the bias's shape, to reduce dbias to; None: no bias given
@@ -84,29 +79,24 @@ def attention_forward(q, k, v, mask=None, bias=None, *, p_drop=0.0, rng=None, tr
 
     Inputs:
         q     (B, H, T, D) queries.
-        k     (B, G, S, D) keys, G dividing H (G = H: multi-head; G < H: grouped-query).
-        v     (B, G, S, Dv) values (Dv is usually D).
+        k     (B, H, S, D) keys.
+        v     (B, H, S, Dv) values (Dv is usually D).
         mask  bool broadcastable to (B, H, T, S), True = may attend; or None.
         bias  float broadcastable to (B, H, T, S), added to the scores; or None.
         p_drop, rng, training, drop_mask: attention dropout on P (functional/dropout.py);
               p_drop = 0 (the default) or training=False: none.
     Returns: out (B, H, T, Dv), AttentionCache (its ``probs`` field is P before dropout).
     """
-    B, H, T, D, n_kv_head, S = _check_inputs(q, k, v, mask, bias, drop_mask)
-    r = H // n_kv_head                                     # query heads per kv head
-    q_grouped = q.reshape(B, n_kv_head, r * T, D)          # (B, G, r·T, D)
-    scale = D ** -0.5                                      # 1/√D
-    k_scaled = k * scale                                   # (B, G, S, D)
-    scores_grouped = q_grouped @ k_scaled.swapaxes(-1, -2) # (B, G, r·T, S)
-    scores = scores_grouped.reshape(B, H, T, S)            # (B, H, T, S) Q Kᵀ/√D
+    _check_inputs(q, k, v, mask, bias, drop_mask)
+    scale = q.shape[-1] ** -0.5                            # 1/√D
+    k_scaled = k * scale                                   # (B, H, S, D)
+    scores = q @ k_scaled.swapaxes(-1, -2)                 # (B, H, T, S) Q Kᵀ/√D
     scores_biased = scores if bias is None else scores + bias                             # (B, H, T, S)
     scores_masked = scores_biased if mask is None else scores_biased + additive_mask(mask, q.dtype)  # (B, H, T, S) -inf where hidden
     P, _ = softmax_forward(scores_masked, axis=-1)         # (B, H, T, S)
     P_dropped, dropout = dropout_forward(P, p_drop, rng, training, drop_mask)  # (B, H, T, S) P̃
-    P_grouped = P_dropped.reshape(B, n_kv_head, r * T, S)  # (B, G, r·T, S)
-    out_grouped = P_grouped @ v                            # (B, G, r·T, Dv)
-    out = out_grouped.reshape(B, H, T, v.shape[-1])        # (B, H, T, Dv)
-    cache = AttentionCache(q_grouped, k_scaled, v, P, scale, None if bias is None else tuple(bias.shape),
+    out = P_dropped @ v                                    # (B, H, T, Dv)
+    cache = AttentionCache(q, k_scaled, v, P, scale, None if bias is None else tuple(bias.shape),
                            None if dropout.identity else dropout)
     return out, cache
 
@@ -114,29 +104,20 @@ def attention_forward(q, k, v, mask=None, bias=None, *, p_drop=0.0, rng=None, tr
 def attention_backward(dout, cache: AttentionCache):
     """Inputs: dout (B, H, T, Dv), the cache.
 
-    Returns: dq (B, H, T, D), dk (B, G, S, D), dv (B, G, S, Dv), and, only when the
+    Returns: dq (B, H, T, D), dk (B, H, S, D), dv (B, H, S, Dv), and, only when the
     forward had a bias, dbias of the bias's shape as a fourth item.
     """
-    q_grouped, k_scaled, v, P, scale, bias_shape, dropout = cache
-    B, n_kv_head, rT, D = q_grouped.shape
-    H, T, S = P.shape[1:]
-    check_upstream("dout", dout, (B, H, T, v.shape[-1]), v.dtype)  # the forward output's shape and dtype
-    dout_grouped = dout.reshape(B, n_kv_head, rT, v.shape[-1])  # (B, G, r·T, Dv) reverses: out = out_grouped.reshape(...)
+    q, k_scaled, v, P, scale, bias_shape, dropout = cache
+    check_upstream("dout", dout, P.shape[:3] + v.shape[-1:], v.dtype)  # the forward output's shape and dtype
     P_dropped = P if dropout is None else P * dropout.mask * dropout.scale  # (B, H, T, S) P̃, recomputed
-    P_grouped = P_dropped.reshape(B, n_kv_head, rT, S)     # (B, G, r·T, S)
-    dv = P_grouped.swapaxes(-1, -2) @ dout_grouped         # (B, G, S, Dv)   reverses: out_grouped = P_grouped @ v
-    dP_grouped = dout_grouped @ v.swapaxes(-1, -2)         # (B, G, r·T, S)  reverses: out_grouped = P_grouped @ v
-    if dropout is not None:                                # reverses: P_dropped = dropout(P)
-        dP_grouped = dropout_backward(dP_grouped.reshape(B, H, T, S), dropout).reshape(B, n_kv_head, rT, S)
-    dscores_grouped = softmax_backward(dP_grouped, SoftmaxCache(P.reshape(B, n_kv_head, rT, S), -1))  # (B, G, r·T, S) reverses: P = softmax(scores_masked)
-    dbias = None                                           # the mask's -inf is a constant: dscores_biased = dscores_masked
-    if bias_shape is not None:
-        dscores = dscores_grouped.reshape(B, H, T, S)      # (B, H, T, S)
-        dbias = _sum_to_shape(dscores, bias_shape)         # bias's shape  reverses: scores_biased = scores + bias
-    dq_grouped = dscores_grouped @ k_scaled                # (B, G, r·T, D)  reverses: scores_grouped = q_grouped @ k_scaledᵀ
-    dq = dq_grouped.reshape(B, H, T, D)                    # (B, H, T, D)    reverses: q_grouped = q.reshape(...)
-    dk_scaled = dscores_grouped.swapaxes(-1, -2) @ q_grouped  # (B, G, S, D)  reverses: scores_grouped = q_grouped @ k_scaledᵀ
-    dk = dk_scaled * scale                                 # (B, G, S, D)    reverses: k_scaled = k * scale
+    dv = P_dropped.swapaxes(-1, -2) @ dout                 # (B, H, S, Dv)  reverses: out = P_dropped @ v
+    dP_dropped = dout @ v.swapaxes(-1, -2)                 # (B, H, T, S)   reverses: out = P_dropped @ v
+    dP = dP_dropped if dropout is None else dropout_backward(dP_dropped, dropout)  # reverses: P_dropped = dropout(P)
+    dscores = softmax_backward(dP, SoftmaxCache(P, -1))    # (B, H, T, S)   reverses: P = softmax(scores_masked)
+    dbias = None if bias_shape is None else _sum_to_shape(dscores, bias_shape)  # reverses: scores_biased = scores + bias
+    dq = dscores @ k_scaled                                # (B, H, T, D)   reverses: scores = q @ k_scaledᵀ
+    dk_scaled = dscores.swapaxes(-1, -2) @ q               # (B, H, S, D)   reverses: scores = q @ k_scaledᵀ
+    dk = dk_scaled * scale                                 # (B, H, S, D)   reverses: k_scaled = k * scale
     return (dq, dk, dv) if dbias is None else (dq, dk, dv, dbias)
 
 
@@ -148,23 +129,23 @@ def _sum_to_shape(x, shape):
 
 
 def _check_inputs(q, k, v, mask, bias, drop_mask=None):
-    """Shapes and dtypes, with messages naming the argument; returns B, H, T, D, n_kv_head, S."""
+    """Shapes and dtypes, with messages naming the argument; returns B, H, T, D, S."""
     check_ndim("q", q, 4, "(B, H, T, D)")
-    check_ndim("k", k, 4, "(B, G, S, D)")
-    check_ndim("v", v, 4, "(B, G, S, Dv)")
+    check_ndim("k", k, 4, "(B, H, S, D)")
+    check_ndim("v", v, 4, "(B, H, S, Dv)")
     check_float("q", q)
     check_dtype_like("k", k, q, "q")
     check_dtype_like("v", v, q, "q")
     B, H, T, D = q.shape
-    n_kv_head, S = k.shape[1], k.shape[2]
+    S = k.shape[2]
     check_dim("k", k, 0, B, "B, the batch of q")
+    if k.shape[1] != H:
+        raise ValueError(f"k: expected the H={H} heads of q (grouped kv heads are repeated first: "
+                         f"functional/repeat_kv.py), got {k.shape[1]} (shape {tuple(k.shape)})")
     check_dim("k", k, 3, D, "D, the head dim of q")
-    if n_kv_head == 0 or H % n_kv_head:
-        raise ValueError(f"k: expected a number of kv heads G dividing the H={H} heads of q, "
-                         f"got G={n_kv_head} (shape {tuple(k.shape)})")
     if S == 0:
         raise ValueError(f"k: expected at least one key (S >= 1), got shape {tuple(k.shape)}")
-    check_same_shape("v", v, (B, n_kv_head, S, v.shape[-1]))
+    check_same_shape("v", v, (B, H, S, v.shape[-1]))
     if mask is not None:
         check_bool("mask", mask)
         check_broadcastable("mask", mask, (B, H, T, S), "(B, H, T, S)")
@@ -175,4 +156,4 @@ def _check_inputs(q, k, v, mask, bias, drop_mask=None):
     if drop_mask is not None:
         check_bool("drop_mask", drop_mask)
         check_same_shape("drop_mask", drop_mask, (B, H, T, S))
-    return B, H, T, D, n_kv_head, S
+    return B, H, T, D, S

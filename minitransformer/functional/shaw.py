@@ -38,12 +38,11 @@ The sums over d and over (b, h) are ``einsum`` calls with ``optimize=True``, whi
 lets NumPy hand them to BLAS (about 15x faster than its default loop at B=12, H=4,
 T=64, D=32).
 
-Grouped-query heads: k and v may have G <= H kv heads (H % G == 0); query head h
-reads kv head h // (H / G). When G < H they are repeated to H heads for the products and
-their gradients summed back over each group.
+Grouped-query heads are repeated to H heads before this function, as for plain
+attention (functional/repeat_kv.py).
 
-Shapes: B batch, H query heads, G kv heads, T queries, S keys, D head dim, Dv value
-width, R = 2k + 1 table rows.
+Shapes: B batch, H heads, T queries, S keys, D head dim, Dv value width, R = 2k + 1
+table rows.
 """
 from __future__ import annotations
 
@@ -60,18 +59,16 @@ from .softmax import SoftmaxCache, softmax_backward, softmax_forward
 
 
 class ShawCache(NamedTuple):
-    # Stored: P (the softmax backward needs only its output), q, k and v repeated to H
-    # heads, the looked-up a^K, a^V (recomputing them is cheap, but storing them keeps
+    # Stored: P (the softmax backward needs only its output), q, k and v, the looked-up a^K, a^V (recomputing them is cheap, but storing them keeps
     # the backward a mirror of the forward) and the two lookup caches (the row index r).
     q: object                # (B, H, T, D)
-    k: object                # (B, H, S, D) keys, repeated to H heads
-    v: object                # (B, H, S, Dv) values, repeated to H heads
+    k: object                # (B, H, S, D)
+    v: object                # (B, H, S, Dv)
     a_K: object              # (T, S, D) a^K_ij
     a_V: object              # (T, S, Dv) a^V_ij
     probs: object            # (B, H, T, S) P
     lookup_K: object         # EmbeddingCache of table_K[r]
     lookup_V: object         # EmbeddingCache of table_V[r]
-    n_kv_head: int           # G, to sum dk, dv back over each group
     scale: float             # 1/√D
 
 
@@ -97,69 +94,50 @@ def shaw_attention_forward(q, k, v, table_K, table_V, mask=None):
 
     Inputs:
         q        (B, H, T, D) queries, the last T of S positions.
-        k        (B, G, S, D) keys (G dividing H).
-        v        (B, G, S, Dv) values.
+        k        (B, H, S, D) keys.
+        v        (B, H, S, Dv) values.
         table_K  (2k + 1, D) key-side relative embeddings, row m for distance m - k.
         table_V  (2k + 1, Dv) value-side relative embeddings.
         mask     bool broadcastable to (B, H, T, S), True = may attend; or None.
     Returns: o (B, H, T, Dv), ShawCache (its ``probs`` field is P).
     """
     xp = get_xp(q, k, v, table_K, table_V)
-    _, H, T, D, n_kv_head, S = _check_inputs(q, k, v, mask, None)
+    _, H, T, D, S = _check_inputs(q, k, v, mask, None)
     clip = _check_tables(table_K, table_V, D, v.shape[-1], q)
     r = relative_index(T, S, clip, xp=xp)                  # (T, S) rows of the tables
     a_K, lookup_K = embedding_forward(r, table_K)          # (T, S, D)
     a_V, lookup_V = embedding_forward(r, table_V)          # (T, S, Dv)
-    k_heads, v_heads = _repeat_groups(k, v, H, xp)         # (B, H, S, D), (B, H, S, Dv)
     scale = D ** -0.5                                      # 1/√D
-    content = q @ k_heads.swapaxes(-1, -2)                 # (B, H, T, S) q_i · k_j
+    content = q @ k.swapaxes(-1, -2)                       # (B, H, T, S) q_i · k_j
     position = xp.einsum("bhtd,tsd->bhts", q, a_K, optimize=True)  # (B, H, T, S) q_i · a^K_ij
     e = (content + position) * scale                       # (B, H, T, S)
     e_masked = e if mask is None else e + additive_mask(mask, q.dtype)  # (B, H, T, S) -inf where hidden
     P, _ = softmax_forward(e_masked, axis=-1)              # (B, H, T, S)
-    o = P @ v_heads + xp.einsum("bhts,tsd->bhtd", P, a_V, optimize=True)  # (B, H, T, Dv)
-    cache = ShawCache(q, k_heads, v_heads, a_K, a_V, P, lookup_K, lookup_V, n_kv_head, scale)
+    o = P @ v + xp.einsum("bhts,tsd->bhtd", P, a_V, optimize=True)  # (B, H, T, Dv)
+    cache = ShawCache(q, k, v, a_K, a_V, P, lookup_K, lookup_V, scale)
     return o, cache
 
 
 def shaw_attention_backward(do, cache: ShawCache):
     """Inputs: do (B, H, T, Dv), the cache.
 
-    Returns: dq (B, H, T, D), dk (B, G, S, D), dv (B, G, S, Dv), dtable_K (2k+1, D),
+    Returns: dq (B, H, T, D), dk (B, H, S, D), dv (B, H, S, Dv), dtable_K (2k+1, D),
     dtable_V (2k+1, Dv).
     """
     xp = get_xp(do)
-    q, k_heads, v_heads, a_K, a_V, P, lookup_K, lookup_V, n_kv_head, scale = cache
-    check_upstream("do", do, P.shape[:3] + v_heads.shape[-1:], q.dtype)  # (B, H, T, Dv)
-    dv_heads = P.swapaxes(-1, -2) @ do                     # (B, H, S, Dv)  reverses: o = P v_heads + ...
-    dP = do @ v_heads.swapaxes(-1, -2) + xp.einsum("bhtd,tsd->bhts", do, a_V, optimize=True)  # (B, H, T, S)
+    q, k, v, a_K, a_V, P, lookup_K, lookup_V, scale = cache
+    check_upstream("do", do, P.shape[:3] + v.shape[-1:], q.dtype)  # (B, H, T, Dv)
+    dv = P.swapaxes(-1, -2) @ do                           # (B, H, S, Dv)  reverses: o = P v + ...
+    dP = do @ v.swapaxes(-1, -2) + xp.einsum("bhtd,tsd->bhts", do, a_V, optimize=True)  # (B, H, T, S)
     da_V = xp.einsum("bhts,bhtd->tsd", P, do, optimize=True)       # (T, S, Dv)     reverses: ... + Σ_j P_ij a^V_ij
     de = softmax_backward(dP, SoftmaxCache(P, -1))         # (B, H, T, S)   reverses: P = softmax(e_masked)
     dcontent = de * scale                                  # (B, H, T, S)   reverses: e = (content + position) * scale
-    dq = dcontent @ k_heads + xp.einsum("bhts,tsd->bhtd", dcontent, a_K, optimize=True)  # (B, H, T, D)
-    dk_heads = dcontent.swapaxes(-1, -2) @ q               # (B, H, S, D)   reverses: content = q k_headsᵀ
+    dq = dcontent @ k + xp.einsum("bhts,tsd->bhtd", dcontent, a_K, optimize=True)  # (B, H, T, D)
+    dk = dcontent.swapaxes(-1, -2) @ q                     # (B, H, S, D)   reverses: content = q kᵀ
     da_K = xp.einsum("bhts,bhtd->tsd", dcontent, q, optimize=True) # (T, S, D)      reverses: position = q · a^K
-    dk = _sum_groups(dk_heads, n_kv_head)                  # (B, G, S, D)   reverses: k_heads = repeat(k)
-    dv = _sum_groups(dv_heads, n_kv_head)                  # (B, G, S, Dv)
     dtable_K = embedding_backward(da_K, lookup_K)          # (2k+1, D)      reverses: a_K = table_K[r]
     dtable_V = embedding_backward(da_V, lookup_V)          # (2k+1, Dv)     reverses: a_V = table_V[r]
     return dq, dk, dv, dtable_K, dtable_V
-
-
-def _repeat_groups(k, v, H: int, xp):
-    """k, v (B, G, S, ·) -> (B, H, S, ·): query head h reads kv head h // (H/G); no copy when G = H."""
-    G = k.shape[1]
-    if G == H:
-        return k, v
-    return xp.repeat(k, H // G, axis=1), xp.repeat(v, H // G, axis=1)
-
-
-def _sum_groups(d_heads, n_kv_head: int):
-    """(B, H, S, D) -> (B, G, S, D): the gradient of xp.repeat(x, H // G, axis=1) sums each group."""
-    B, H, S, D = d_heads.shape
-    if n_kv_head == H:
-        return d_heads
-    return d_heads.reshape(B, n_kv_head, H // n_kv_head, S, D).sum(axis=2)
 
 
 def _check_tables(table_K, table_V, D: int, Dv: int, q) -> int:

@@ -26,6 +26,8 @@ def layer_checks(seed: int = 0, device: str = "cpu"):
     from ..functional.shaw import shaw_attention_backward, shaw_attention_forward
     from ..layers.activation import ACTIVATIONS, make_activation
     from ..layers.attention import MultiHeadAttention
+    from ..layers.attention_pattern import Causal
+    from ..layers.attention_positions import T5Bias
     from ..layers.embedding import Embedding
     from ..layers.linear import Linear
     from ..layers.norm import LayerNorm, RMSNorm
@@ -57,14 +59,14 @@ def layer_checks(seed: int = 0, device: str = "cpu"):
                                                   {"q": q, "k": k, "v": v, "mask": mask},
                                                   wrt=("q", "k", "v"), seed=seed)),
         ("multi-head attention", lambda: check_module(
-            MultiHeadAttention(8, 2, causal=True, rng=seed).astype(f64).to(device), x, seed=seed)),
+            MultiHeadAttention(8, 2, pattern=Causal(), rng=seed).astype(f64).to(device), x, seed=seed)),
         # h = 5e-5 as in tests/test_attention.py: a nearly saturated softmax row has tiny gradients
         ("Shaw relative attention", lambda: check_pair(
             shaw_attention_forward, shaw_attention_backward,
             {"q": q, "k": k, "v": v, "table_K": table_K, "table_V": table_V, "mask": mask},
             wrt=("q", "k", "v", "table_K", "table_V"), seed=seed, h=5e-5)),
         ("attention + T5 bias", lambda: check_module(
-            MultiHeadAttention(8, 2, relative="t5", relative_buckets=8, relative_max_distance=4,
+            MultiHeadAttention(8, 2, positions=T5Bias(bidirectional=True, n_buckets=8, max_distance=4),
                                rng=seed, init_std=0.4).astype(f64).to(device), x, seed=seed, h=5e-5)),
     ]
     for name in ACTIVATIONS:

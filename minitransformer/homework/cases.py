@@ -37,7 +37,7 @@ from ..functional.embedding import ONE_HOT_MAX_V
 from .assignments import BY_ID
 from .checks import (draw_bct, draw_bhtd, draw_cross_entropy, draw_dropout, draw_embedding, draw_layernorm,
                      draw_linear, draw_rmsnorm, draw_sinusoidal, draw_softmax)
-from .graded import Case, GradedCase, build_module, resolve, run_module, run_pair
+from .graded import Case, GradedCase, build_module, new, resolve, run_module, run_pair
 
 
 # ------------------------------------------------------------------ drawers the checks lack
@@ -138,14 +138,14 @@ def draw_dropout_eval(rng):
     return replace(case, kwargs=kwargs, factors={})
 
 
-def _attention(rng, *, H=2, G=2, fully_masked=False, bias=False, dropout=False):
+def _attention(rng, *, H=2, fully_masked=False, bias=False, dropout=False):
     B, T, S, D = int(rng.integers(1, 3)), int(rng.integers(2, 5)), int(rng.integers(2, 6)), 8
     mask = rng.random((B, 1, T, S)) < 0.75
     mask[..., 0] = True
     if fully_masked:
         mask[0, 0, -1, :] = False                            # query T-1 sees nothing: out 0, never NaN
-    inputs = {"q": rng.standard_normal((B, H, T, D)), "k": rng.standard_normal((B, G, S, D)),
-              "v": rng.standard_normal((B, G, S, D)), "mask": mask}
+    inputs = {"q": rng.standard_normal((B, H, T, D)), "k": rng.standard_normal((B, H, S, D)),
+              "v": rng.standard_normal((B, H, S, D)), "mask": mask}
     wrt, kwargs = ("q", "k", "v"), {}
     if bias:
         inputs["bias"] = rng.standard_normal((1, H, T, S))
@@ -163,6 +163,13 @@ def draw_rope(rng, layout="interleaved", scale=1.0):
     return replace(case, kwargs={"offset": offset, "layout": layout, "scale": scale})
 
 
+def draw_repeat_kv(rng, *, G=2, r=2):
+    """x (B, G, S, D) kv heads, r query heads each: S and D differ from G and r, so a swapped axis shows."""
+    B, S, D = int(rng.integers(1, 3)), int(rng.integers(3, 6)), 3
+    return Case({"x": rng.standard_normal((B, G, S, D))}, {"r": r}, wrt=("x",),
+                factors={f"1/r with r={r}": (1.0 / r, "the group's gradients averaged instead of summed?")})
+
+
 def _module_input(rng, B, T, C=8):
     return rng.standard_normal((B, T, C))
 
@@ -170,10 +177,12 @@ def _module_input(rng, B, T, C=8):
 def draw_mha(rng, *, rope=None, n_kv_head=None, cross=False, padding=False):
     """MultiHeadAttention(8, 4), causal unless cross; rope = (layout, scale) or None."""
     B, T = int(rng.integers(1, 3)), int(rng.integers(2, 5))
-    ctor = {"causal": not cross, "cross": cross, "rng": int(rng.integers(0, 2**31)),
-            "dtype": np.float64, "init_std": 0.5, "n_kv_head": n_kv_head}
+    ctor = {"cross": cross, "rng": int(rng.integers(0, 2**31)), "dtype": np.float64, "init_std": 0.5,
+            "n_kv_head": n_kv_head}
+    if not cross:
+        ctor["pattern"] = new("layers.attention_pattern:Causal")
     if rope:
-        ctor.update(rope=True, rope_layout=rope[0], rope_scale=rope[1])
+        ctor["positions"] = new("layers.attention_positions:RoPE", layout=rope[0], scale=rope[1])
     inputs = {"x": _module_input(rng, B, T)}
     if cross:
         inputs["memory"] = _module_input(rng, B, T + int(rng.integers(1, 3)))
@@ -191,7 +200,9 @@ def draw_block(rng, *, norm_position="pre", cross=False, p_drop=0.0, norm="layer
     if cross:
         inputs["memory"] = _module_input(rng, B, T + 1)
     spec = dict(d_model=8, n_head=4, d_ff=16, norm=norm, norm_position=norm_position, p_drop=p_drop,
-                n_kv_head=n_kv_head, rope=rope, init_std=0.5, out_std=0.5)
+                n_kv_head=n_kv_head, init_std=0.5, out_std=0.5)
+    if rope:
+        spec["positions"] = new("layers.attention_positions:RoPE")
     ctor = {"rng": int(rng.integers(0, 2**31)), "dtype": np.float64, "cross": cross,
             "dropout_rng": int(rng.integers(0, 2**31)) if p_drop else None}
     return Case(inputs, {"ctor": ((), ctor), "spec": spec})
@@ -273,10 +284,10 @@ CASES = {
                             ("dropout: eval mode (training=False) is the identity", draw_dropout_eval),
                             float32="dropout")),
     "attention": tuple(_cases("attention", 0, ("out", "dq", "dk", "dv", "dbias"),
-                              ("attention: masked keys, H = G", lambda rng: _attention(rng)),
+                              ("attention: masked keys", lambda rng: _attention(rng)),
                               ("attention: a query with every key masked (0, never NaN)",
                                lambda rng: _attention(rng, fully_masked=True)),
-                              ("attention: grouped heads G < H (H=4, G=2)", lambda rng: _attention(rng, H=4, G=2)),
+                              ("attention: four heads (H=4)", lambda rng: _attention(rng, H=4)),
                               ("attention: additive bias (dbias)", lambda rng: _attention(rng, bias=True)),
                               ("attention: dropout on P with a given drop_mask",
                                lambda rng: _attention(rng, dropout=True)),
@@ -293,7 +304,11 @@ CASES = {
                          ("mha: grouped heads (n_kv_head=2 < n_head=4)", lambda rng: draw_mha(rng, n_kv_head=2)),
                          ("mha: cross-attention (dmemory, W_kv)", lambda rng: draw_mha(rng, cross=True)),
                          ("mha: key padding, a query with no key (0, never NaN)",
-                          lambda rng: draw_mha(rng, padding=True)))),
+                          lambda rng: draw_mha(rng, padding=True)))
+                 + _cases("mha", 1, ("out", "dx"),
+                          ("repeat_kv: G=2 kv heads for H=4 query heads", draw_repeat_kv),
+                          ("repeat_kv: multi-query, G=1 kv head for H=3 query heads",
+                           lambda rng: draw_repeat_kv(rng, G=1, r=3)), float32="repeat_kv")),
     "block": tuple(_module("block", _BLOCK_T,
                            ("block: pre-norm decoder block", lambda rng: draw_block(rng)),
                            ("block: post-norm", lambda rng: draw_block(rng, norm_position="post")),
@@ -338,9 +353,7 @@ def reference_results(graded: GradedCase, case: Case, seed: int = 0, package: st
     check = graded.check
     upstream = lambda out: upstream_for(out, seed)                # noqa: E731  (drawn from the output's shape)
     if check.checker == "module":
-        cls = resolve(package, check.forward)
-        spec_cls = resolve(package, "layers.blocks:BlockSpec")
-        return run_module(build_module(cls, case, spec_cls), case, g=upstream)
+        return run_module(build_module(resolve(package, check.forward), case, package), case, g=upstream)
     forward = resolve(package, check.forward)
     backward = resolve(package, check.backward) if check.backward else None
     if backward is None:
@@ -358,7 +371,6 @@ def trial_inputs(graded: GradedCase, case: Case, g, package: str | None = None) 
     if graded.check.checker == "module":
         package = package or __name__.split(".")[0]
         cls = resolve(package, graded.check.forward)
-        spec_cls = resolve(package, "layers.blocks:BlockSpec")
-        inputs["build"] = lambda: build_module(cls, case, spec_cls)
+        inputs["build"] = lambda: build_module(cls, case, package)
         inputs["forward_inputs"] = dict(case.inputs)
     return inputs

@@ -34,7 +34,7 @@ import numpy as np
 from ..gradcheck import check_module, check_pair
 from .assignments import BY_ID
 from .diagnose import Row, compare
-from .graded import REFERENCE, case_table, input_gradients, resolve, tolerance
+from .graded import REFERENCE, case_table, input_gradients, module_arguments, resolve, tolerance
 from .mistakes import dtype_message, mutation_message
 from .rubric import UNCHANGED, score
 from .sandbox import ChildGone, StudentError
@@ -77,9 +77,7 @@ def _student_pair(student, graded, case, g):
 
 
 def _student_module(student, graded, case, g, state):
-    args, kwargs = case.kwargs["ctor"]
-    if "spec" in case.kwargs:
-        args = (student.call("layers.blocks:BlockSpec", (), case.kwargs["spec"])[0],)
+    args, kwargs = module_arguments(case, lambda target, kw: student.call(target, (), kw)[0])
     module = student.module(graded.check.forward, *args, **kwargs)
     module.load_state_dict(state)
     out, _, after = module.call("forward", (), dict(case.inputs))

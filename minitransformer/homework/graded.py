@@ -103,12 +103,36 @@ def run_pair(case: Case, forward, backward, g=None) -> tuple[dict, object]:
     return result, g
 
 
-def build_module(cls, case: Case, spec_cls=None):
-    """The Module of a module case: ``cls(*args, **kwargs)``, args = (BlockSpec(**spec),) when the
-    case has a spec (``spec_cls`` is that package's BlockSpec)."""
+def new(target: str, **kwargs) -> dict:
+    """A constructor argument that is an object (a position hook, a pattern, a BlockSpec): made on the
+    side that builds the Module (module_arguments), from plain values a case can store and send."""
+    return {"new": target, "kwargs": kwargs}
+
+
+def module_arguments(case: Case, make) -> tuple:
+    """(args, kwargs) of a module case's constructor, ``ctor``, with every ``new(target, ...)`` in
+    them made by ``make(target, kwargs)`` (innermost first); a case with a ``spec`` passes
+    (BlockSpec(**spec),). ``make`` runs where the Module is built: this package's classes here,
+    the student's in the confined child (homework/evaluate.py)."""
+    def made(value):
+        if isinstance(value, dict) and set(value) == {"new", "kwargs"}:
+            return make(value["new"], made(value["kwargs"]))
+        if isinstance(value, dict):
+            return {k: made(v) for k, v in value.items()}
+        if isinstance(value, (tuple, list)):
+            return type(value)(made(v) for v in value)
+        return value
     args, kwargs = case.kwargs["ctor"]
     if "spec" in case.kwargs:
-        args = (spec_cls(**case.kwargs["spec"]),)
+        args = (made(new("layers.blocks:BlockSpec", **case.kwargs["spec"])),)
+    return made(tuple(args)), made(dict(kwargs))
+
+
+def build_module(cls, case: Case, package: str | None = None):
+    """The Module of a module case, ``cls(*args, **kwargs)`` (module_arguments), its objects made from
+    ``package``'s classes (this one by default)."""
+    package = package or REFERENCE
+    args, kwargs = module_arguments(case, lambda target, kw: resolve(package, target)(**kw))
     return cls(*args, **kwargs)
 
 

@@ -28,7 +28,9 @@ PREREQUISITES = {
 }
 
 OPTIONAL = {
-    "attention": "The paragraphs on scale safety and on the blocked form explain the reference; they are not graded.",
+    "attention": "The docstring's last paragraph (the speed wing's twin) explains the reference; it is not graded.",
+    "mha": "Write repeat_kv_forward and repeat_kv_backward (functional/repeat_kv.py) first: the Module calls "
+           "them for grouped kv heads (n_kv_head < n_head), before attention and after its backward.",
 }
 
 

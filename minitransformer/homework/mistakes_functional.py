@@ -14,7 +14,7 @@ import numpy as np
 from ..functional.erf import erfc
 from ..functional.rope import rope_backward, rope_forward
 from .mistakes import Mistake
-from .mistakes_match import dbias_not_reduced, dropout_in_eval, gqa_not_summed, other_mask, sum_to
+from .mistakes_match import dbias_not_reduced, dropout_in_eval, other_mask, repeat_kv_not_summed, sum_to
 
 
 def _f64(a):
@@ -676,15 +676,11 @@ DROPOUT = (
 # ------------------------------------------------------------------ attention
 def _attention(inp, *, scale_power=1.0, use_mask=True, invert_mask=False, use_bias=True,
                dropout="right", axis=-1, backward_scale=True):
-    """(out, dq, dk, dv[, dbias]) of attention with one thing changed, written out in float64
-    (K and V repeated over the query heads that share them, their gradients summed back)."""
+    """(out, dq, dk, dv[, dbias]) of attention with one thing changed, written out in float64."""
     q, k, v, dout = _x(inp, "q"), _x(inp, "k"), _x(inp, "v"), _g(inp)
-    B, H, T, D = q.shape
-    G = k.shape[1]
-    r = H // G
-    kr, vr = np.repeat(k, r, axis=1), np.repeat(v, r, axis=1)        # (B, H, S, D)
+    D = q.shape[-1]
     c = D ** (-0.5 * scale_power)
-    scores = q @ kr.swapaxes(-1, -2) * c
+    scores = q @ k.swapaxes(-1, -2) * c
     if use_bias and inp.get("bias") is not None:
         scores = scores + _x(inp, "bias")
     mask = inp.get("mask")
@@ -695,16 +691,15 @@ def _attention(inp, *, scale_power=1.0, use_mask=True, invert_mask=False, use_bi
     keep = 1.0 if drop is None or dropout == "ignored" else np.asarray(drop) / (
         1.0 if dropout == "unscaled" else 1 - p_drop)
     keep_b = 1.0 if dropout == "backward-ignored" else keep
-    out = (P * keep) @ vr
-    dvr = (P * keep_b).swapaxes(-1, -2) @ dout
-    dP = (dout @ vr.swapaxes(-1, -2)) * keep_b
+    out = (P * keep) @ v
+    dv = (P * keep_b).swapaxes(-1, -2) @ dout
+    dP = (dout @ v.swapaxes(-1, -2)) * keep_b
     dS = P * (dP - (dP * P).sum(-1, keepdims=True)) if axis == -1 else \
         P * (dP - (dP * P).sum(-2, keepdims=True))
     cb = c if backward_scale else 1.0
-    dq = dS @ kr * cb
-    dkr = dS.swapaxes(-1, -2) @ q * cb
-    result = {"out": out, "dq": dq, "dk": dkr.reshape(B, G, r, *dkr.shape[2:]).sum(2),
-              "dv": dvr.reshape(B, G, r, *dvr.shape[2:]).sum(2)}
+    dq = dS @ k * cb
+    dk = dS.swapaxes(-1, -2) @ q * cb
+    result = {"out": out, "dq": dq, "dk": dk, "dv": dv}
     if inp.get("bias") is not None:
         bias_shape = np.shape(inp["bias"])
         result["dbias"] = sum_to(dS, bias_shape)
@@ -749,13 +744,40 @@ ATTENTION = (
     Mistake("attention", "attention", "attention-dropout-backward-ignored", ("dq", "dk", "dv"),
             "the backward ignores the dropout: dv = P̃ᵀ dout and dP = (dout Vᵀ) ⊙ drop_mask / (1 - p_drop)",
             lambda inp: _attention(inp, dropout="backward-ignored") if _dropout_given(inp) else {}),
-    Mistake("attention", "attention", "attention-gqa-not-summed", ("dk", "dv"),
-            "one gradient slice per QUERY head (B, H, S, D): the r = H/G query heads that share a kv head "
-            "add their gradients into it, (B, G, S, D)",
-            match=gqa_not_summed),
     Mistake("attention", "attention", "attention-dbias-not-reduced", ("dbias",),
             "dbias has the scores' shape: sum it over the axes where the bias was broadcast, back to the bias's shape",
             match=dbias_not_reduced),
+)
+
+
+# ------------------------------------------------------------------ repeat_kv (the mha assignment)
+def _repeat_kv_tiled(inp):
+    """The kv heads tiled (0, 1, 0, 1, ...) instead of repeated (0, 0, 1, 1, ...): forward and backward."""
+    x, dout, r = _x(inp), _g(inp), int(inp["r"])
+    B, G, S, D = x.shape
+    return {"out": np.tile(x, (1, r, 1, 1)), "dx": dout.reshape(B, r, G, S, D).sum(axis=1)}
+
+
+def _repeat_kv_first_copy(inp):
+    """dx takes the gradient of one copy of each kv head (the first of its group), not their sum."""
+    dout, r = _g(inp), int(inp["r"])
+    return {"dx": dout[:, ::r]}
+
+
+REPEAT_KV = (
+    Mistake("mha", "repeat_kv", "repeat-kv-not-summed", ("dx",),
+            "one gradient slice per QUERY head (B, H, S, D): the r = H/G query heads that share a kv head "
+            "add their gradients into it, dx (B, G, S, D) = the sum over each group of r copies",
+            match=repeat_kv_not_summed),
+    Mistake("mha", "repeat_kv", "repeat-kv-tiled", ("out", "dx"),
+            "the kv heads are tiled (0, 1, 0, 1, ...) instead of repeated (0, 0, 1, 1, ...): query head h "
+            "reads kv head h // r, so the r copies of a kv head sit side by side (np.repeat along the heads "
+            "axis, not np.tile), and its gradient sums those r neighbours",
+            _repeat_kv_tiled),
+    Mistake("mha", "repeat_kv", "repeat-kv-one-copy", ("dx",),
+            "dx keeps the gradient of one copy of each kv head: all r copies fed the loss, so dx sums the r "
+            "gradients of each group",
+            _repeat_kv_first_copy),
 )
 
 
@@ -960,4 +982,5 @@ FORWARD_ONLY = (
             lambda inp: _sinusoidal(inp, inverted=True)),
 )
 
-FUNCTIONAL = LINEAR + ELEMENTWISE + SOFTMAX + CROSS_ENTROPY + NORMS + DROPOUT + ATTENTION + ROPE + FORWARD_ONLY
+FUNCTIONAL = (LINEAR + ELEMENTWISE + SOFTMAX + CROSS_ENTROPY + NORMS + DROPOUT + ATTENTION + REPEAT_KV + ROPE
+              + FORWARD_ONLY)

@@ -46,7 +46,7 @@ def dropout_in_eval(inp, tensor, student, reference) -> bool:
         and bool(np.any(np.asarray(student) == 0) or not np.allclose(student, reference))
 
 
-def gqa_not_summed(inp, tensor, student, reference) -> bool:
+def repeat_kv_not_summed(inp, tensor, student, reference) -> bool:
     """A (B, H, S, D) gradient where (B, G, S, D) is due, whose group sums are right."""
     s, r = np.asarray(student) if student is not None else None, np.asarray(reference)
     if s is None or s.ndim != 4 or r.ndim != 4 or s.shape[1] == r.shape[1] or s.shape[1] % r.shape[1]:
@@ -91,7 +91,7 @@ def missing(inp, tensor, student, reference) -> bool:
     return student is None and reference is not None
 
 
-MATCHES = {f.__name__: f for f in (other_mask, dropout_in_eval, gqa_not_summed, dbias_not_reduced,
+MATCHES = {f.__name__: f for f in (other_mask, dropout_in_eval, repeat_kv_not_summed, dbias_not_reduced,
                                    never_accumulated, doubled, missing)}
 
 

@@ -15,6 +15,7 @@ import numpy as np
 from ..functional.attention import attention_backward
 from ..functional.heads import merge_heads, split_heads
 from ..functional.linear import linear_backward
+from ..functional.repeat_kv import repeat_kv_backward
 from ..layers.residual import Residual, _split
 from .graded import Case, run_module
 from .mistakes import Mistake
@@ -37,13 +38,15 @@ def _on(instance, method, **options):
 def _mha_backward(self, dy, *, rope="inverse", kv_paths=True, accumulate_kv=True, order=(0, 1, 2)):
     """MultiHeadAttention.backward with one thing changed (``order``: the blocks (dq, dk, dv), or
     (dk, dv) with cross-attention, merged in this order)."""
-    proj, proj_kv, rope_cache, attn, out, positions = self._pop_cache()
+    proj, proj_kv, rope_cache, attn, out, positions, repeat = self._pop_cache()
     do, dW_o, db_o = linear_backward(dy, out)                               # (B, T, H·D)
     self._accumulate_pair("W_o", dW_o, "b_o", db_o)
     dq, dk, dv, dtables = self.positions.attend_backward(attention_backward, split_heads(do, self.head_dim),
                                                          attn, positions)
     for name, dtable in dtables.items():
         self._accumulate(name, dtable)
+    if repeat is not None:
+        dk, dv = repeat_kv_backward(dk, repeat), repeat_kv_backward(dv, repeat)
     if self.cross:
         dx, dW_q, db_q = linear_backward(merge_heads(dq), proj)
         self._accumulate_pair("W_q", dW_q, "b_q", db_q)

@@ -44,8 +44,7 @@ class Computed:
         if graded.check.checker != "module":
             ref, g = reference_results(graded, case, seed=seed + example)
             return case, ref, g, None
-        module = build_module(resolve(REFERENCE, graded.check.forward), case,
-                              resolve(REFERENCE, "layers.blocks:BlockSpec"))
+        module = build_module(resolve(REFERENCE, graded.check.forward), case, REFERENCE)
         state = {name: np.array(p, copy=True) for name, p, _ in module.parameters()}
         ref, g = run_module(module, case, g=lambda out: upstream_for(out, seed + example))
         return case, ref, g, state

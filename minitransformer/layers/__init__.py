@@ -1,6 +1,8 @@
 """Modules: own parameters and gradients, call ``functional/`` for the math."""
 from .activation import GEGLU, GELU, ReLU, SiLU, SwiGLU, make_activation
 from .attention import MultiHeadAttention
+from .attention_pattern import BidirectionalWindow, Causal, DilatedWindow, Full, GlobalWindow, SlidingWindow
+from .attention_positions import ALiBi, NoPositions, RoPE, Shaw, T5Bias
 from .kv_cache import KVCache
 from .blocks import BlockSpec, DecoderBlock, EncoderBlock, set_recompute
 from .dropout import Dropout

@@ -4,6 +4,7 @@
     cross-attention:  Q = x W_q + b_q,  [K | V] = memory W_kv + b_kv     memory (B, S, C)
     heads:            Q (B, H, T, D),  K, V (B, G, S, D)       D = C / H, G kv heads
     positions:        RoPE rotates Q, K; ALiBi, T5 add a bias; Shaw attends its own way
+    grouped heads:    K, V = repeat_kv(K), repeat_kv(V)        (B, H, S, D), when G < H
     O = attention(Q, K, V, mask [, bias])                      functional/attention.py
     y = merge_heads(O) W_o + b_o                               (B, T, C)
 
@@ -16,14 +17,20 @@ W_kv (C, 2G·D) = [W_k | W_v]. Both have W_o (H·D, C), initialised with ``out_s
 so a model can scale the projections that feed the residual stream (GPT-2 uses
 0.02 / √(2·n_layer)). Every weight is N(0, init_std²), every bias 0.
 
-Positions (layers/attention_positions.py): one hook object per scheme, ``self.positions``,
-built from the options ``rope``, ``alibi`` or ``relative`` ("shaw", "t5"); the relative
-schemes' learned tables (rel_K, rel_V or rel_bias) are parameters of this layer.
-Cross-attention has no positions.
+Two objects, built once (a model's config builds them for all its layers:
+models/config.py), say what is not a weight:
+    positions   the position scheme's hook (layers/attention_positions.py): NoPositions(),
+                RoPE(), ALiBi(), T5Bias(...), Shaw(...); a relative scheme's learned tables
+                (rel_K, rel_V or rel_bias) are parameters of this layer;
+    pattern     which keys a query may see (layers/attention_pattern.py): Full(), Causal(),
+                SlidingWindow(w), DilatedWindow(w, r), GlobalWindow(w, g), BidirectionalWindow(w);
+                its mask is combined with the key padding mask at each call.
+Cross-attention has neither: no shared time axis between queries and keys.
 
-Masks come from functional/masks.py: the causal or sliding-window mask (dilated, or
-with global positions) is built once per (T, S) and kept; the key padding mask is
-combined with it at each call.
+Grouped-query attention (n_kv_head = G < H): the layer projects (and caches) G key and
+value heads, and repeats each for the r = H / G query heads that share it right before
+attention (functional/repeat_kv.py, LLaMA's repeat_kv); the backward sums the r copies'
+gradients back into each kv head.
 
 Incremental decoding: ``forward(x, kv_cache=cache)`` takes only the NEW tokens.
 Self-attention hands its new q, k, v to ``cache.extend``, which places them after
@@ -44,15 +51,15 @@ from ..functional import masks
 from ..functional.attention import attention_backward, attention_forward
 from ..functional.heads import merge_heads, split_heads
 from ..functional.linear import linear_backward, linear_forward
+from ..functional.repeat_kv import repeat_kv_backward, repeat_kv_forward
 from ..functional.twins import twin
 from ..validate import (check_bool, check_broadcastable, check_dim, check_dtype_like, check_flag, check_float,
-                        check_int, check_items, check_ndim, check_number, check_same_shape,
+                        check_int, check_ndim, check_number, check_same_shape,
                         check_seed_or_generator, check_size)
-from .attention_positions import make_positions
+from .attention_pattern import Full
+from .attention_positions import NoPositions, T5Bias
 from .kv_cache import KVCache
 from .module import Module
-
-_MEMO_SIZE = 8   # masks kept per layer, for the (T, S) shapes seen last
 
 
 class MHACache(NamedTuple):
@@ -62,6 +69,7 @@ class MHACache(NamedTuple):
     attn: object             # the attention cache, holds the probabilities P (B, H, T, S)
     out: object              # LinearCache of W_o
     positions: object = None  # the position scheme's cache (T5: its T5BiasCache), else None
+    repeat: object = None    # grouped heads: repeat_kv's cache (k and v alike), else None
 
 
 class MultiHeadAttention(Module):
@@ -75,40 +83,32 @@ class MultiHeadAttention(Module):
     backward(dy) -> dx for self-attention, (dx, dmemory) for cross-attention.
     attention_probs() -> P (B, H, T, S) of the pending forward (for plots), or None.
 
-    Options: n_kv_head (grouped-query), bias, causal, cross; positions: rope (rope_layout,
-    rope_base, rope_scale), alibi, relative ("shaw": relative_clip; "t5": relative_buckets,
-    relative_max_distance); sparse causal patterns: window (dilation, global_positions);
-    attention dropout: attn_p_drop (dropout_rng); init: rng, init_std, out_std, dtype.
+    Options: n_kv_head (grouped-query; None: n_head), cross, positions (a hook of
+    layers/attention_positions.py; None: NoPositions()), pattern (layers/attention_pattern.py;
+    None: Full(), every key), bias; attention dropout: attn_p_drop (dropout_rng); init: rng,
+    init_std, out_std, dtype. E.g. a GPT layer with RoPE:
+        MultiHeadAttention(C, H, positions=RoPE(), pattern=Causal(), rng=0)
     """
 
-    def __init__(self, d_model: int, n_head: int, *, n_kv_head: int | None = None, bias: bool = True,
-                 causal: bool = False, cross: bool = False, rope: bool = False,
-                 rope_layout: str = "interleaved", rope_base: float = 10000.0, rope_scale: float = 1.0,
-                 alibi: bool = False, relative: str | None = None, relative_clip: int = 16,
-                 relative_buckets: int = 32, relative_max_distance: int = 128, window: int | None = None,
-                 dilation: int = 1, global_positions=(), attn_p_drop: float = 0.0, dropout_rng=None,
-                 rng=None, init_std: float | None = None, out_std: float | None = None, dtype=np.float32):
+    def __init__(self, d_model: int, n_head: int, *, n_kv_head: int | None = None, cross: bool = False,
+                 positions: NoPositions | None = None, pattern: Full | None = None, bias: bool = True,
+                 attn_p_drop: float = 0.0, dropout_rng=None, rng=None, init_std: float | None = None,
+                 out_std: float | None = None, dtype=np.float32):
         super().__init__()
         C = check_int("d_model", d_model, low=1)
         H = check_int("n_head", n_head, low=1)
         G = H if n_kv_head is None else check_int("n_kv_head", n_kv_head, low=1)
-        causal, cross, rope, alibi, bias = (check_flag(name, value) for name, value in (
-            ("causal", causal), ("cross", cross), ("rope", rope), ("alibi", alibi), ("bias", bias)))
-        self._check_config(C, H, G, causal, cross, rope, alibi, window)
+        self.cross, bias = check_flag("cross", cross), check_flag("bias", bias)
+        self.positions = NoPositions() if positions is None else positions
+        self.pattern = Full() if pattern is None else pattern
+        self._check_config(C, H, G)
         self.n_head, self.n_kv_head, self.head_dim = H, G, C // H
-        self.causal, self.cross, self.window = causal, cross, window
-        self.positions = make_positions(
-            H, C // H, causal=causal, cross=cross, rope=rope, rope_layout=rope_layout, rope_base=rope_base,
-            rope_scale=rope_scale, alibi=alibi, relative=relative, relative_clip=relative_clip,
-            relative_buckets=relative_buckets, relative_max_distance=relative_max_distance)
         rng = default_rng(rng)
         init_std = 0.02 if init_std is None else check_number("init_std", init_std, low=0.0, finite=True)
         self._init_params(C, H, G, bias, rng, init_std, out_std, dtype)
-        for name, table in self.positions.tables(rng, init_std, dtype).items():
+        for name, table in self.positions.tables(H, C // H, rng, init_std, dtype).items():
             self.add_param(name, table)                                      # rel_K, rel_V or rel_bias
-        self._init_pattern(dilation, global_positions)
         self._init_dropout(attn_p_drop, dropout_rng)
-        self._masks = {}                       # (T, S) -> the causal / window mask, built once
         self._decoding = False                 # True after a forward with a kv_cache
 
     # ------------------------------------------------------------------ forward
@@ -120,12 +120,22 @@ class MultiHeadAttention(Module):
             q, k, v, step_mask, caches = self._project_cross(x, memory, kv_cache)
         else:
             q, k, v, step_mask, caches = self._project_self(x, kv_cache)
-        mask = masks.combine_masks(self._time_mask(T, S, xp), padding, step_mask)   # (B, H, T, S) or None
+        mask = masks.combine_masks(self.pattern.mask(T, S, xp), padding, step_mask)  # (B, H, T, S) or None
+        k, v, repeat = self._repeat_kv(k, v)                                 # (B, H, S, D) each
         o, attn, positions = self.positions.attend(self._attention, q, k, v, mask, self.params)  # (B, H, T, D)
         y, out = linear_forward(twin(merge_heads)(o), self.W_o, self.params.get("b_o"))    # (B, T, C)
         self._decoding = kv_cache is not None
-        self._save(None if self._decoding else MHACache(*caches, attn, out, positions))
+        self._save(None if self._decoding else MHACache(*caches, attn, out, positions, repeat))
         return y
+
+    def _repeat_kv(self, k, v):
+        """Grouped heads: k, v (B, G, S, D) -> (B, H, S, D) each, and the cache; G = H: as they are."""
+        if self.n_kv_head == self.n_head:
+            return k, v, None
+        r = self.n_head // self.n_kv_head                                    # query heads per kv head
+        k_heads, repeat = repeat_kv_forward(k, r)                            # (B, H, S, D)
+        v_heads, _ = repeat_kv_forward(v, r)                                 # (B, H, S, D) the same copies
+        return k_heads, v_heads, repeat
 
     def _project_self(self, x, kv_cache):
         """x -> q (B, H, T, D), k, v (B, G, S, D), the cache's step mask, (proj, None, rope)."""
@@ -164,30 +174,34 @@ class MultiHeadAttention(Module):
         """dy (B, T, C) -> dx (B, T, C); cross-attention: (dx, dmemory (B, S, C)).
 
         Reverses forward's lines in the opposite order, from the cache
-        MHACache(proj, proj_kv, rope, attn, out, positions):
+        MHACache(proj, proj_kv, rope, attn, out, positions, repeat):
             y = merge_heads(o) W_o + b_o          -> do, dW_o, db_o    (linear_backward on ``out``)
             o = attention(q, k, v, mask, bias)    -> dq, dk, dv        (self.positions.attend_backward:
                                                                          attention_backward, plus a
                                                                          relative scheme's table gradients)
+            k, v = repeat_kv(k), repeat_kv(v)     -> dk, dv summed over each group (G < H only)
             self: q, k = RoPE(q, k)               -> rotate dq, dk back (self.positions.rotate_backward)
                   [q | k | v] = x W_qkv + b_qkv   -> dx, dW_qkv, db_qkv (one linear_backward on the
                                                                          merged [dq | dk | dv])
             cross: q = x W_q + b_q                -> dx, dW_q, db_q
                    [k | v] = memory W_kv + b_kv   -> dmemory, dW_kv, db_kv
         Every parameter gradient is ADDED to ``self.grads`` (``_accumulate``: weights may be
-        shared); grouped heads (G < H) need nothing extra, attention_backward sums over a group.
+        shared).
         """
         if self._decoding:
             raise RuntimeError("MultiHeadAttention.backward() after a forward with a kv_cache: "
                                "incremental decoding keeps no backward cache; run forward "
                                "without kv_cache to train")
-        proj, proj_kv, rope, attn, out, positions = self._pop_cache()
+        proj, proj_kv, rope, attn, out, positions, repeat = self._pop_cache()
         do, dW_o, db_o = linear_backward(dy, out)                            # (B, T, H·D)
         self._accumulate_pair("W_o", dW_o, "b_o", db_o)
         dq, dk, dv, dtables = self.positions.attend_backward(
             twin(attention_backward), split_heads(do, self.head_dim), attn, positions)  # ALiBi: no gradient
         for name, dtable in dtables.items():
             self._accumulate(name, dtable)                                   # rel_K, rel_V or rel_bias
+        if repeat is not None:                                               # grouped heads: each kv head
+            dk = repeat_kv_backward(dk, repeat)                              # (B, G, S, D) sums its copies
+            dv = repeat_kv_backward(dv, repeat)                              # (B, G, S, D)
         if self.cross:
             dx, dW_q, db_q = linear_backward(merge_heads(dq), proj)         # (B, T, C)
             self._accumulate_pair("W_q", dW_q, "b_q", db_q)
@@ -210,30 +224,6 @@ class MultiHeadAttention(Module):
         return None if self._cache is None else self._cache.attn.probs
 
     # -------------------------------------------------------------------- masks
-    def _time_mask(self, T, S, xp):
-        """The causal, sliding-window or (not causal) bidirectional-window mask (T, S), built once
-        per (T, S); None if none applies."""
-        if not self.causal and self.window is None:
-            return None
-        if (T, S) not in self._masks:
-            if len(self._masks) >= _MEMO_SIZE:
-                self._masks.pop(next(iter(self._masks)))                     # the oldest goes
-            self._masks[(T, S)] = self._build_time_mask(T, S, xp)
-        return self._masks[(T, S)]
-
-    def _build_time_mask(self, T, S, xp):
-        """The causal mask, or the sliding window: dilated or with global positions when asked;
-        without causality, the window looks both ways (Longformer)."""
-        if not self.causal:
-            return masks.bidirectional_window_mask(T, self.window, S, xp=xp)
-        if self.window is None:
-            return masks.causal_mask(T, S, xp=xp)
-        if self.dilation > 1:
-            return masks.dilated_window_mask(T, self.window, self.dilation, S, xp=xp)
-        if self.global_positions:
-            return masks.global_window_mask(T, self.window, self.global_positions, S, xp=xp)
-        return masks.sliding_window_mask(T, self.window, S, xp=xp)
-
     def _padding_mask(self, key_padding_mask, B, T, S):
         """(B, S) True = real token -> (B, 1, 1, S); a 4-D mask passes through, checked."""
         if key_padding_mask is None:
@@ -245,22 +235,27 @@ class MultiHeadAttention(Module):
         check_broadcastable("key_padding_mask", key_padding_mask, (B, self.n_head, T, S), "(B, H, T, S)")
         return key_padding_mask
 
-    def _after_move(self, fn) -> None:
-        self._masks = {}                       # rebuilt on the new device
-
     # ------------------------------------------------------------- construction
-    @staticmethod
-    def _check_config(C, H, G, causal, cross, rope, alibi, window):
+    def _check_config(self, C, H, G) -> None:
         if C % H:
             raise ValueError(f"d_model: expected a multiple of n_head={H}, got {C}")
         if H % G:
             raise ValueError(f"n_kv_head: expected a divisor of n_head={H}, got {G}")
-        if window is not None:
-            check_int("window", window, low=1)         # causal: looks back; else both ways (Longformer)
-        if cross and (causal or rope or alibi or window is not None):
+        if not isinstance(self.positions, NoPositions):
+            raise TypeError(f"positions: expected a position hook of layers/attention_positions.py "
+                            f"(NoPositions, RoPE, ALiBi, T5Bias, Shaw) or None, got {type(self.positions).__name__}")
+        if not isinstance(self.pattern, Full):
+            raise TypeError(f"pattern: expected an attention pattern of layers/attention_pattern.py "
+                            f"(Full, Causal, SlidingWindow, ...) or None, got {type(self.pattern).__name__}")
+        self.positions.check_layer(H, C // H)
+        if self.cross and (type(self.positions) is not NoPositions or type(self.pattern) is not Full):
             raise ValueError("cross: cross-attention has no shared time axis between queries and keys; "
-                             "expected causal, rope, alibi and window off, got "
-                             f"causal={causal}, rope={rope}, alibi={alibi}, window={window}")
+                             "expected no positions and no pattern, got "
+                             f"positions={type(self.positions).__name__}, pattern={self.pattern!r}")
+        if isinstance(self.positions, T5Bias) and self.positions.bidirectional == self.pattern.causal:
+            raise ValueError(f"positions: T5's buckets must look the pattern's way; expected "
+                             f"bidirectional={not self.pattern.causal} for pattern={self.pattern!r}, "
+                             f"got bidirectional={self.positions.bidirectional}")
 
     def _init_params(self, C, H, G, bias, rng, init_std, out_std, dtype):
         out_std = init_std if out_std is None else check_number("out_std", out_std, low=0.0, finite=True)
@@ -275,17 +270,6 @@ class MultiHeadAttention(Module):
         self.add_param("W_o", init.normal(rng, (H * D, C), out_std, dtype))
         if bias:
             self.add_param("b_o", init.zeros(C, dtype))
-
-    def _init_pattern(self, dilation, global_positions) -> None:
-        """The sparse pattern on top of the sliding window: dilation r, global positions."""
-        self.dilation = check_int("dilation", dilation, low=1)
-        self.global_positions = tuple(check_int(f"global_positions[{n}]", g, low=0)
-                                      for n, g in enumerate(check_items("global_positions", global_positions)))
-        masks.check_sparse_pattern(self.window, self.dilation, self.global_positions)
-        if not self.causal and (self.dilation > 1 or self.global_positions):
-            raise ValueError("dilation, global_positions: the sparse patterns are causal here; expected "
-                             f"causal=True, got causal=False with dilation={self.dilation}, "
-                             f"global_positions={self.global_positions}")
 
     def _init_dropout(self, attn_p_drop, dropout_rng) -> None:
         """Attention dropout on P: its probability and, when it is on, its generator ``self.rng``

@@ -6,19 +6,24 @@ MultiHeadAttention knows nothing about positions beyond two calls to its
     qk, cache      = positions.rotate(qk, offset)                   before the scores
     o, attn, cache = positions.attend(attention, q, k, v, mask, params)
 
-| scheme | rotate (q and k)        | attend                                           | learned tables |
-|--------|-------------------------|--------------------------------------------------|----------------|
-| none   | identity                | attention(q, k, v, mask)                         | none           |
-| rope   | RoPE at offset, +1, ... | attention(q, k, v, mask)                         | none           |
-| alibi  | identity                | attention(..., bias = -slope_h (i - j))          | none           |
-| t5     | identity                | attention(..., bias = rel_bias[bucket(j - i), h]) | rel_bias (n_buckets, H) |
-| shaw   | identity                | shaw_attention(q, k, v, rel_K, rel_V, mask)      | rel_K, rel_V (2k+1, D) |
+| scheme                      | rotate (q and k)        | attend                                            | learned tables |
+|-----------------------------|-------------------------|---------------------------------------------------|----------------|
+| NoPositions()               | identity                | attention(q, k, v, mask)                          | none           |
+| RoPE(layout, base, scale)   | RoPE at offset, +1, ... | attention(q, k, v, mask)                          | none           |
+| ALiBi()                     | identity                | attention(..., bias = -slope_h (i - j))           | none           |
+| T5Bias(bidirectional, ...)  | identity                | attention(..., bias = rel_bias[bucket(j - i), h]) | rel_bias (n_buckets, H) |
+| Shaw(clip)                  | identity                | shaw_attention(q, k, v, rel_K, rel_V, mask)       | rel_K, rel_V (2k+1, D) |
 
-``none`` also serves learned and sinusoidal positions, which the embedding adds.
+``NoPositions`` also serves learned and sinusoidal positions, which the embedding adds.
 The learned tables are parameters of the attention layer itself (``attn.rel_bias``
 ...): ``tables()`` creates them, the layer owns them, ``attend`` reads them from
 the layer's ``params`` and ``attend_backward`` returns their gradients by name.
 ``attention`` is the layer's plain (or twin) attention_forward, with its dropout.
+
+A hook holds options only, no arrays but a memo: the layers of a model share one.
+``make_positions(config, causal)`` reads the config's position fields (``position``,
+``rope_layout``, ``rope_scale``, ``relative_clip``, ``relative_buckets``,
+``relative_max_distance``), the one place that turns them into a hook and checks them.
 """
 from __future__ import annotations
 
@@ -28,18 +33,25 @@ from ..functional.alibi import alibi_bias, alibi_slopes
 from ..functional.rope import LAYOUTS, rope_backward, rope_forward
 from ..functional.shaw import shaw_attention_backward, shaw_attention_forward
 from ..functional.t5_bias import check_bucket_options, t5_bias_backward, t5_bias_forward
-from ..validate import check_choice, check_int, check_number
+from ..validate import check_choice, check_flag, check_int, check_number
 
-RELATIVE = (None, "shaw", "t5")   # relative position schemes inside attention
-_MEMO_SIZE = 8                    # ALiBi biases kept per layer, for the shapes seen last
+_MEMO_SIZE = 8                    # ALiBi biases kept per hook, for the shapes seen last
 
 
 class NoPositions:
     """No positions inside attention; the base of every scheme (each method the identity)."""
     name = "none"
+    relative = False              # a relative scheme needs queries and keys on one time axis
 
-    def tables(self, rng, init_std: float, dtype) -> dict:
-        """The scheme's learned tables, by parameter name (none here)."""
+    def __repr__(self):
+        options = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
+        return f"{type(self).__name__}({options})"
+
+    def check_layer(self, n_head: int, head_dim: int) -> None:
+        """ValueError when this scheme cannot serve a layer of these heads (RoPE: an odd head dim)."""
+
+    def tables(self, n_head: int, head_dim: int, rng, init_std: float, dtype) -> dict:
+        """The scheme's learned tables for one layer, by parameter name (none here)."""
         return {}
 
     def rotate(self, x, offset: int):
@@ -49,7 +61,7 @@ class NoPositions:
     def rotate_backward(self, dx, cache):
         return dx
 
-    def bias(self, params: dict, T: int, S: int, like):
+    def bias(self, params: dict, H: int, T: int, S: int, like):
         """An additive score bias broadcastable to (B, H, T, S) and its cache, or (None, None)."""
         return None, None
 
@@ -59,7 +71,7 @@ class NoPositions:
 
     def attend(self, attention, q, k, v, mask, params: dict):
         """o (B, H, T, D), the attention cache, this scheme's cache."""
-        bias, cache = self.bias(params, q.shape[2], k.shape[2], q)          # (H, T, S) or None
+        bias, cache = self.bias(params, q.shape[1], q.shape[2], k.shape[2], q)  # (H, T, S) or None
         o, attn = attention(q, k, v, mask, bias)                             # (B, H, T, D)
         return o, attn, cache
 
@@ -73,8 +85,16 @@ class RoPE(NoPositions):
     """Rotary positions: q and k rotated by their absolute positions (functional/rope.py)."""
     name = "rope"
 
-    def __init__(self, layout: str, base: float, scale: float):
-        self.layout, self.base, self.scale = layout, base, scale
+    def __init__(self, layout: str = "interleaved", base: float = 10000.0, scale: float = 1.0):
+        check_choice("layout", layout, LAYOUTS)
+        self.layout = layout
+        self.base = check_number("base", base, low=0.0, low_open=True, finite=True)
+        self.scale = check_number("scale", scale, low=0.0, low_open=True, finite=True)
+
+    def check_layer(self, n_head, head_dim):
+        if head_dim % 2:
+            raise ValueError(f"positions: RoPE rotates pairs, so the head dim d_model/n_head must be even, "
+                             f"got head dim {head_dim}")
 
     def rotate(self, x, offset: int):
         return rope_forward(x, offset, self.base, self.layout, self.scale)  # (B, heads, T, D)
@@ -87,31 +107,31 @@ class ALiBi(NoPositions):
     """A fixed linear distance penalty on the scores (functional/alibi.py), built once per shape."""
     name = "alibi"
 
-    def __init__(self, n_head: int):
-        self.slopes = alibi_slopes(n_head)
-        self._memo = {}            # (T, S, dtype, array type) -> (H, T, S) bias
+    def __init__(self):
+        self._memo = {}            # (H, T, S, dtype, array type) -> (H, T, S) bias
 
-    def bias(self, params, T, S, like):
-        key = (T, S, str(like.dtype), type(like))                            # on a new device or dtype: a new bias
+    def bias(self, params, H, T, S, like):
+        key = (H, T, S, str(like.dtype), type(like))                         # on a new device or dtype: a new bias
         if key not in self._memo:
             if len(self._memo) >= _MEMO_SIZE:
                 self._memo.pop(next(iter(self._memo)))                       # the oldest goes
-            self._memo[key] = alibi_bias(self.slopes, T, S, dtype=like.dtype, xp=get_xp(like))  # (H, T, S)
+            self._memo[key] = alibi_bias(alibi_slopes(H), T, S, dtype=like.dtype, xp=get_xp(like))  # (H, T, S)
         return self._memo[key], None
 
 
 class T5Bias(NoPositions):
     """T5's learned bias per distance bucket and head (functional/t5_bias.py)."""
     name = "t5"
+    relative = True
 
-    def __init__(self, n_head: int, bidirectional: bool, n_buckets: int, max_distance: int):
-        self.n_head, self.bidirectional = n_head, bidirectional
-        self.n_buckets, self.max_distance = n_buckets, max_distance
+    def __init__(self, bidirectional: bool, n_buckets: int = 32, max_distance: int = 128):
+        self.bidirectional = check_flag("bidirectional", bidirectional)     # encoder: True; causal decoder: False
+        self.n_buckets, self.max_distance = check_bucket_options(bidirectional, n_buckets, max_distance)
 
-    def tables(self, rng, init_std, dtype):
-        return {"rel_bias": init.normal(rng, (self.n_buckets, self.n_head), init_std, dtype)}
+    def tables(self, n_head, head_dim, rng, init_std, dtype):
+        return {"rel_bias": init.normal(rng, (self.n_buckets, n_head), init_std, dtype)}
 
-    def bias(self, params, T, S, like):
+    def bias(self, params, H, T, S, like):
         return t5_bias_forward(params["rel_bias"], T, S, self.bidirectional, self.max_distance)  # (H, T, S)
 
     def bias_backward(self, dbias, cache):
@@ -121,14 +141,15 @@ class T5Bias(NoPositions):
 class Shaw(NoPositions):
     """Shaw et al.'s relative attention: learned a^K, a^V inside the scores and the values."""
     name = "shaw"
+    relative = True
 
-    def __init__(self, head_dim: int, clip: int):
-        self.head_dim, self.clip = head_dim, clip
+    def __init__(self, clip: int = 16):
+        self.clip = check_int("clip", clip, low=0)
 
-    def tables(self, rng, init_std, dtype):
+    def tables(self, n_head, head_dim, rng, init_std, dtype):
         rows = 2 * self.clip + 1                                             # distances -k .. k
-        rel_K = init.normal(rng, (rows, self.head_dim), init_std, dtype)
-        rel_V = init.normal(rng, (rows, self.head_dim), init_std, dtype)
+        rel_K = init.normal(rng, (rows, head_dim), init_std, dtype)
+        rel_V = init.normal(rng, (rows, head_dim), init_std, dtype)
         return {"rel_K": rel_K, "rel_V": rel_V}
 
     def attend(self, attention, q, k, v, mask, params):
@@ -140,34 +161,25 @@ class Shaw(NoPositions):
         return dq, dk, dv, {"rel_K": drel_K, "rel_V": drel_V}
 
 
-def make_positions(n_head: int, head_dim: int, *, causal: bool, cross: bool, rope: bool, rope_layout: str,
-                   rope_base: float, rope_scale: float, alibi: bool, relative, relative_clip: int,
-                   relative_buckets: int, relative_max_distance: int) -> NoPositions:
-    """The hook for MultiHeadAttention's position options, checked (messages name the option)."""
-    check_choice("rope_layout", rope_layout, LAYOUTS)
-    rope_base = check_number("rope_base", rope_base, low=0.0, low_open=True, finite=True)
-    rope_scale = check_number("rope_scale", rope_scale, low=0.0, low_open=True, finite=True)
-    if rope_scale != 1.0 and not rope:
-        raise ValueError(f"rope_scale: position interpolation scales RoPE's angles; expected rope=True "
-                         f"with rope_scale={rope_scale}, got rope=False")
-    check_choice("relative", relative, RELATIVE)
-    if relative is not None and (cross or rope or alibi):
-        raise ValueError("relative: relative positions replace RoPE and ALiBi and need a shared time "
-                         f"axis; expected cross, rope and alibi off with relative={relative!r}, got "
-                         f"cross={cross}, rope={rope}, alibi={alibi}")
-    if rope and alibi:
-        raise ValueError("alibi: one position scheme per layer; expected rope or alibi, got both")
-    if rope:
-        if head_dim % 2:
-            raise ValueError(f"rope: RoPE rotates pairs, so the head dim d_model/n_head must be even, "
-                             f"got head dim {head_dim}")
-        return RoPE(rope_layout, rope_base, rope_scale)
-    if alibi:
-        return ALiBi(n_head)
-    if relative == "shaw":
-        return Shaw(head_dim, check_int("relative_clip", relative_clip, low=0))
-    if relative == "t5":
-        n_buckets, max_distance = check_bucket_options(not causal, relative_buckets, relative_max_distance,
-                                                       names=("relative_buckets", "relative_max_distance"))
-        return T5Bias(n_head, not causal, n_buckets, max_distance)
-    return NoPositions()
+def make_positions(config, causal: bool) -> NoPositions:
+    """The hook of ``config``'s self-attention: its fields ``position``, ``rope_layout``,
+    ``rope_scale``, ``relative_clip``, ``relative_buckets``, ``relative_max_distance``
+    (TransformerConfig's); ``causal`` picks T5's one-way buckets. ValueError names the field."""
+    position = config.position
+    check_choice("rope_layout", config.rope_layout, LAYOUTS)
+    scale = check_number("rope_scale", config.rope_scale, low=0.0, low_open=True, finite=True)
+    if scale != 1.0 and position != "rope":
+        raise ValueError(f"rope_scale: position interpolation scales RoPE's angles; expected "
+                         f"position='rope' with rope_scale={scale}, got position={position!r}")
+    clip = check_int("relative_clip", config.relative_clip, low=0)
+    n_buckets, max_distance = check_bucket_options(not causal, config.relative_buckets, config.relative_max_distance,
+                                                   names=("relative_buckets", "relative_max_distance"))
+    if position == "rope":
+        return RoPE(config.rope_layout, scale=scale)
+    if position == "alibi":
+        return ALiBi()
+    if position == "shaw":
+        return Shaw(clip)
+    if position == "t5":
+        return T5Bias(not causal, n_buckets, max_distance)
+    return NoPositions()                  # learned, sinusoidal (added by the embedding) or none

@@ -28,7 +28,7 @@ second forward of every block per step. The gradients are the very same numbers.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
@@ -36,6 +36,8 @@ import numpy as np
 from ..backend import default_rng
 from ..validate import check_number
 from .attention import MultiHeadAttention
+from .attention_pattern import Causal, Full
+from .attention_positions import NoPositions
 from .dropout import Dropout
 from .ffn import FeedForward
 from .module import Module
@@ -46,7 +48,7 @@ from .residual import Residual
 
 @dataclass(frozen=True)
 class BlockSpec:
-    """What a block needs to know; models fill it from their config."""
+    """What a block needs to know; models fill it from their config (config.block_spec)."""
     d_model: int
     n_head: int
     d_ff: int
@@ -57,22 +59,13 @@ class BlockSpec:
     activation: str = "gelu"            # a name of ACTIVATIONS (layers/activation.py)
     p_drop: float = 0.0                 # residual dropout
     bias: bool = True
-    rope: bool = False
-    rope_layout: str = "interleaved"
-    alibi: bool = False
-    window: int | None = None           # sliding-window width: causal in a decoder, both ways in an encoder
     init_std: float = 0.02              # init std of every weight
     out_std: float = 0.02               # init std of the projections that feed the residual
-    # relative positions inside self-attention (layers/attention.py): None | "shaw" | "t5"
-    relative: str | None = None
-    relative_clip: int = 16             # Shaw: distances clipped to [-k, k]
-    relative_buckets: int = 32          # T5: buckets of the bias table
-    relative_max_distance: int = 128    # T5: distances from here on share the last bucket
-    # ---- attention extensions: sparse patterns, attention dropout, RoPE interpolation
-    dilation: int = 1                   # dilated sliding window: every dilation-th key (needs window)
-    global_positions: tuple = ()        # global tokens on top of the sliding window (needs window)
     attn_p_drop: float = 0.0            # attention dropout on the probabilities P
-    rope_scale: float = 1.0             # RoPE position interpolation: position m rotated as m / rope_scale
+    # self-attention's two objects (layers/attention.py), one of each shared by a stack's blocks:
+    positions: NoPositions = field(default_factory=NoPositions)   # the position hook (RoPE(), ALiBi() ...)
+    pattern: Full | None = None         # the keys a query sees; None: Causal() in a DecoderBlock, Full() in
+    #                                     an EncoderBlock
     # ---- the feed-forward sublayer: one FFN, or a sparse mixture of experts (layers/moe.py)
     ffn: str = "dense"                  # "dense" | "moe"
     n_experts: int = 4                  # E: experts of an MoE FFN
@@ -92,18 +85,11 @@ def _residual(spec: BlockSpec, sublayer, dropout_rng, dtype) -> Residual:
                     Dropout(spec.p_drop, rng=dropout_rng), spec.norm_position)
 
 
-def _attention(spec: BlockSpec, rng, dtype, *, causal: bool, cross: bool,
-               dropout_rng=None) -> MultiHeadAttention:
+def _attention(spec: BlockSpec, rng, dtype, dropout_rng, **objects) -> MultiHeadAttention:
+    """A block's self-attention (``positions``, ``pattern``) or cross-attention (``cross=True``)."""
     return MultiHeadAttention(spec.d_model, spec.n_head, n_kv_head=spec.n_kv_head, bias=spec.bias,
-                              causal=causal, cross=cross, rope=spec.rope and not cross,
-                              rope_layout=spec.rope_layout, alibi=spec.alibi and not cross,
-                              window=None if cross else spec.window, rng=rng, init_std=spec.init_std,
-                              out_std=spec.out_std, dtype=dtype,
-                              relative=None if cross else spec.relative, relative_clip=spec.relative_clip,
-                              relative_buckets=spec.relative_buckets,
-                              relative_max_distance=spec.relative_max_distance,
-                              attn_p_drop=spec.attn_p_drop, dropout_rng=dropout_rng,
-                              rope_scale=spec.rope_scale, **_pattern(spec, causal))
+                              attn_p_drop=spec.attn_p_drop, dropout_rng=dropout_rng, rng=rng,
+                              init_std=spec.init_std, out_std=spec.out_std, dtype=dtype, **objects)
 
 
 def _ffn(spec: BlockSpec, rng, dtype):
@@ -115,13 +101,6 @@ def _ffn(spec: BlockSpec, rng, dtype):
                               out_std=spec.out_std, dtype=dtype)
     return FeedForward(spec.d_model, spec.d_ff, spec.activation, bias=spec.bias, rng=rng,
                        init_std=spec.init_std, out_std=spec.out_std, dtype=dtype)
-
-
-def _pattern(spec: BlockSpec, causal: bool) -> dict:
-    """The sparse-pattern arguments of a causal self-attention (none for the others)."""
-    if not causal:
-        return {}
-    return dict(dilation=spec.dilation, global_positions=spec.global_positions)
 
 
 class _Replay(NamedTuple):
@@ -197,9 +176,8 @@ class EncoderBlock(_RecomputableBlock):
     def __init__(self, spec: BlockSpec, *, rng=None, dropout_rng=None, dtype=np.float32):
         super().__init__()
         rng = default_rng(rng)
-        self.add_child("attn", _residual(spec, _attention(spec, rng, dtype, causal=False, cross=False,
-                                                    dropout_rng=dropout_rng),
-                                         dropout_rng, dtype))
+        attention = _attention(spec, rng, dtype, dropout_rng, positions=spec.positions, pattern=spec.pattern)
+        self.add_child("attn", _residual(spec, attention, dropout_rng, dtype))
         self.add_child("ffn", _residual(spec, _ffn(spec, rng, dtype), dropout_rng, dtype))
 
     def forward(self, x, key_padding_mask=None):
@@ -216,13 +194,15 @@ class DecoderBlock(_RecomputableBlock):
         super().__init__()
         rng = default_rng(rng)
         self.cross = cross
-        self.add_child("attn", _residual(spec, _attention(spec, rng, dtype, causal=True, cross=False,
-                                                    dropout_rng=dropout_rng),
-                                         dropout_rng, dtype))
+        pattern = Causal() if spec.pattern is None else spec.pattern
+        if not pattern.causal:
+            raise ValueError(f"spec.pattern: a decoder block's self-attention is causal; expected a causal "
+                             f"pattern (Causal, SlidingWindow, ...) or None, got {pattern!r}")
+        attention = _attention(spec, rng, dtype, dropout_rng, positions=spec.positions, pattern=pattern)
+        self.add_child("attn", _residual(spec, attention, dropout_rng, dtype))
         if cross:
-            self.add_child("cross_attn", _residual(spec, _attention(spec, rng, dtype, causal=False,
-                                                                    cross=True, dropout_rng=dropout_rng),
-                                                         dropout_rng, dtype))
+            cross_attention = _attention(spec, rng, dtype, dropout_rng, cross=True)
+            self.add_child("cross_attn", _residual(spec, cross_attention, dropout_rng, dtype))
         self.add_child("ffn", _residual(spec, _ffn(spec, rng, dtype), dropout_rng, dtype))
 
     def forward(self, x, memory=None, memory_padding_mask=None, kv_cache=None, cross_kv_cache=None):

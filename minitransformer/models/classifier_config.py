@@ -48,7 +48,7 @@ class ClassifierConfig(DictRoundTrip):
         return TransformerConfig(vocab_size=1, block_size=self.n_tokens, position="none", **shared)
 
     def block_spec(self) -> BlockSpec:
-        return self.body().block_spec()
+        return self.body().block_spec(causal=False)      # encoder blocks: attention both ways
 
 
 

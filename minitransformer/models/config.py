@@ -11,11 +11,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import ClassVar
 
-from ..functional.masks import check_sparse_pattern
 from ..functional.moe import EXPERT_ACTIVATIONS
-from ..functional.rope import LAYOUTS as ROPE_LAYOUTS
-from ..functional.t5_bias import check_bucket_options
 from ..layers.activation import ACTIVATIONS
+from ..layers.attention_pattern import make_pattern
+from ..layers.attention_positions import make_positions
 from ..layers.blocks import BlockSpec
 from ..layers.norm import NORMS
 from ..validate import check_choice, check_int, check_items, check_number
@@ -29,7 +28,6 @@ def check_bool_field(name: str, value) -> None:
     if not isinstance(value, bool):
         raise TypeError(f"{name}: expected True or False, got {type(value).__name__} {value!r}")
 POSITIONS = ("learned", "sinusoidal", "rope", "alibi", "shaw", "t5", "none")
-RELATIVE_POSITIONS = ("shaw", "t5")      # learned inside each self-attention layer
 
 
 class DictRoundTrip:
@@ -100,7 +98,6 @@ class TransformerConfig(DictRoundTrip):
         check_choice("norm_position", self.norm_position, NORM_POSITIONS)
         check_choice("activation", self.activation, ACTIVATIONS)
         check_choice("position", self.position, POSITIONS)
-        check_choice("rope_layout", self.rope_layout, ROPE_LAYOUTS)
         if self.d_model % self.n_head:
             raise ValueError(f"d_model: expected a multiple of n_head={self.n_head}, got {self.d_model}")
         if self.n_kv_head is not None and self.n_head % self.n_kv_head:
@@ -113,10 +110,9 @@ class TransformerConfig(DictRoundTrip):
         check_number("eps", self.eps, low=0.0, low_open=True, finite=True)
         check_number("init_std", self.init_std, low=0.0, finite=True)
         check_bool_field("bias", self.bias)
-        check_int("relative_clip", self.relative_clip, low=0)
-        check_bucket_options(self.bidirectional_attention, self.relative_buckets, self.relative_max_distance,
-                             names=("relative_buckets", "relative_max_distance"))
-        self._check_extensions()
+        self._check_attention_extensions()
+        make_positions(self, causal=not self.bidirectional_attention)   # the position fields, checked there
+        make_pattern(self, causal=True)     # window, dilation, global_positions (an encoder's: EncoderConfig)
         self._check_ffn()
 
     def _check_ffn(self) -> None:
@@ -131,18 +127,13 @@ class TransformerConfig(DictRoundTrip):
             raise ValueError(f"activation: the experts take one of {tuple(EXPERT_ACTIVATIONS)}, "
                              f"got {self.activation!r} with ffn='moe'")
 
-    def _check_extensions(self) -> None:
-        """The issue-15 fields: a sparse pattern refines the sliding window, one at a time."""
+    def _check_attention_extensions(self) -> None:
+        """Attention dropout, the global positions' range, T5's shared table."""
         check_int("dilation", self.dilation, low=1)
         check_number("attn_p_drop", self.attn_p_drop, low=0.0, high=1.0, high_open=True)
-        check_number("rope_scale", self.rope_scale, low=0.0, low_open=True, finite=True)
-        if self.rope_scale != 1.0 and self.position != "rope":
-            raise ValueError(f"rope_scale: position interpolation scales RoPE's angles; expected "
-                             f"position='rope' with rope_scale={self.rope_scale}, got position={self.position!r}")
         # a list, as JSON gives it back: a checkpoint's config round-trips unchanged
         self.global_positions = [check_int(f"global_positions[{n}]", g, low=0, high=self.block_size - 1)
                                  for n, g in enumerate(check_items("global_positions", self.global_positions))]
-        check_sparse_pattern(self.window, self.dilation, self.global_positions)
         check_bool_field("share_relative_bias", self.share_relative_bias)
         if self.share_relative_bias and self.position != "t5":
             raise ValueError("share_relative_bias: shares T5's relative bias table; expected position='t5', "
@@ -152,26 +143,17 @@ class TransformerConfig(DictRoundTrip):
     def head_dim(self) -> int:
         return self.d_model // self.n_head
 
-    def block_spec(self) -> BlockSpec:
+    def block_spec(self, *, causal: bool) -> BlockSpec:
+        """The blocks' spec, with self-attention's position hook and pattern built once for a stack:
+        ``causal`` for a decoder (GPT, the Seq2Seq decoder), both ways for an encoder."""
         out_std = self.init_std / (2 * self.n_layer) ** 0.5   # GPT-2: scale residual projections
         return BlockSpec(d_model=self.d_model, n_head=self.n_head, d_ff=self.d_ff or 4 * self.d_model,
                          n_kv_head=self.n_kv_head, norm=self.norm, norm_position=self.norm_position,
                          eps=self.eps, activation=self.activation, p_drop=self.p_drop,
-                         bias=self.bias, rope=self.position == "rope", rope_layout=self.rope_layout,
-                         alibi=self.position == "alibi", window=self.window,
-                         init_std=self.init_std, out_std=out_std,
-                         relative=self.position if self.position in RELATIVE_POSITIONS else None,
-                         relative_clip=self.relative_clip, relative_buckets=self.relative_buckets,
-                         relative_max_distance=self.relative_max_distance,
+                         bias=self.bias, init_std=self.init_std, out_std=out_std, attn_p_drop=self.attn_p_drop,
+                         positions=make_positions(self, causal), pattern=make_pattern(self, causal),
                          ffn=self.ffn, n_experts=self.n_experts, top_k=self.top_k,
-                         capacity_factor=self.capacity_factor, moe_aux_weight=self.moe_aux_weight,
-                         **self._extension_spec())
-
-    def _extension_spec(self) -> dict:
-        """The BlockSpec fields of the issue-15 extensions."""
-        return dict(dilation=self.dilation, global_positions=tuple(self.global_positions),
-                    attn_p_drop=self.attn_p_drop, rope_scale=self.rope_scale)
-
+                         capacity_factor=self.capacity_factor, moe_aux_weight=self.moe_aux_weight)
 
 
 @dataclass
@@ -203,10 +185,7 @@ class EncoderConfig(TransformerConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.dilation > 1 or self.global_positions:
-            raise ValueError("dilation, global_positions: the sparse patterns are causal; an encoder's "
-                             f"window is bidirectional; expected neither, got dilation={self.dilation}, "
-                             f"global_positions={self.global_positions}")
+        make_pattern(self, causal=False)              # a window both ways: no sparse pattern
         for name in ("type_vocab_size", "n_classes"):
             check_int(name, getattr(self, name), low=0)
         check_int("pad_id", self.pad_id, low=0, high=self.vocab_size - 1)      # an id of the vocabulary

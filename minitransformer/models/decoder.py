@@ -44,7 +44,7 @@ class DecoderStack(Module):
         super().__init__()
         rng = default_rng(rng)
         self.config, self.cross = config, cross
-        spec = config.block_spec()
+        spec = config.block_spec(causal=True)
         C, V = config.d_model, config.vocab_size
         self.add_child("embed", InputEmbedding(V, C, config.block_size, config.position,
                                                scale=C ** 0.5 if scale_embeddings else 1.0,

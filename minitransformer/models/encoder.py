@@ -22,7 +22,6 @@ cross-entropy per token (training/loss.py has the multi-class one, not this).
 """
 from __future__ import annotations
 
-from dataclasses import replace
 
 import numpy as np
 
@@ -107,9 +106,7 @@ class Encoder(Module):
             dtype=dtype))
         if bert and config.embed_dim:
             self.add_child("embed_proj", Linear(E, C, rng=init_rng, init_std=config.init_std, dtype=dtype))
-        spec = config.block_spec()
-        if not bert:                    # the seq2seq encoder: its config's window is the decoder's
-            spec = replace(spec, window=None)
+        spec = config.block_spec(causal=False)
         self.add_child("blocks", ModuleList(EncoderBlock(spec, rng=init_rng, dropout_rng=dropout_rng,
                                                          dtype=dtype) for _ in range(config.n_layer)))
         if bert and config.share_layers:

@@ -34,8 +34,9 @@ class Seq2Seq(Module):
         init_rng = default_rng(rng)
         dropout_rng = dropout_rng if dropout_rng is not None else dropout_generator(rng)
         self.config = config
-        src_config = Seq2SeqConfig.from_dict({**config.to_dict(),
-                                              "vocab_size": config.src_vocab_size or config.vocab_size})
+        src_config = Seq2SeqConfig.from_dict({**config.to_dict(),      # the window is the decoder's
+                                              "vocab_size": config.src_vocab_size or config.vocab_size,
+                                              "window": None, "dilation": 1, "global_positions": []})
         self.add_child("encoder", Encoder(src_config, rng=init_rng, dropout_rng=dropout_rng, dtype=dtype,
                                           scale_embeddings=config.scale_embeddings))
         self.add_child("decoder", DecoderStack(config, cross=True, tie_weights=config.shared_embeddings,

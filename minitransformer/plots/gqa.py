@@ -4,8 +4,8 @@ and what that saves in the KV cache.
     gqa_figure   MHA (G = H), GQA (1 < G < H), MQA (G = 1): the head sharing, and the
                  KV-cache bytes per token per layer
 
-Query head h reads kv head h // (H / G) (functional/attention.py). The figure does
-not compute that rule itself: it reads it off attention_forward, giving
+Query head h reads kv head h // (H / G) (functional/repeat_kv.py). The figure does
+not compute that rule itself: it reads it off repeat_kv and attention_forward, giving
 kv head g the value g so that every query head outputs the number of the kv head
 it read. The cache sizes are measured on a real KVCache filled by
 MultiHeadAttention. Heads are numbered from 0, as everywhere in plots/.
@@ -15,7 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..functional.attention import attention_forward
+from ..functional.repeat_kv import repeat_kv_forward
 from ..layers import KVCache, MultiHeadAttention
+from ..layers.attention_pattern import Causal
 from ..validate import check_int
 from ._common import new_figure, save
 
@@ -23,7 +25,7 @@ VARIANTS = (("MHA", 8), ("GQA", 2), ("MQA", 1))   # (name, G kv heads) for H = 8
 
 
 def kv_head_of_query(n_head: int, n_kv_head: int) -> np.ndarray:
-    """(H,) ints: the kv head each query head reads, read off attention_forward.
+    """(H,) ints: the kv head each query head reads, read off repeat_kv then attention_forward.
 
     q and k are zeros, so every head attends uniformly; v of kv head g is the constant g,
     so query head h outputs exactly the number of its kv head.
@@ -34,13 +36,15 @@ def kv_head_of_query(n_head: int, n_kv_head: int) -> np.ndarray:
     q = np.zeros((1, H, 1, 2))                                      # (B, H, T, D)
     k = np.zeros((1, G, 1, 2))                                      # (B, G, S, D)
     v = np.broadcast_to(np.arange(G, dtype=np.float64)[None, :, None, None], (1, G, 1, 1))  # (B, G, S, 1)
-    out, _ = attention_forward(q, k, np.ascontiguousarray(v))       # (B, H, T, 1)
+    k_heads, _ = repeat_kv_forward(k, H // G)                       # (B, H, S, D)
+    v_heads, _ = repeat_kv_forward(np.ascontiguousarray(v), H // G)  # (B, H, S, 1)
+    out, _ = attention_forward(q, k_heads, v_heads)                 # (B, H, T, 1)
     return np.rint(out[0, :, 0, 0]).astype(int)                     # (H,)
 
 
 def kv_cache_bytes_per_token(n_head: int, n_kv_head: int, head_dim: int, tokens: int = 16) -> float:
     """Bytes of one layer's KVCache per token (float32), measured after ``tokens`` tokens."""
-    layer = MultiHeadAttention(n_head * head_dim, n_head, n_kv_head=n_kv_head, causal=True, rng=0)
+    layer = MultiHeadAttention(n_head * head_dim, n_head, n_kv_head=n_kv_head, pattern=Causal(), rng=0)
     cache = KVCache()
     layer.forward(np.zeros((1, tokens, n_head * head_dim), np.float32), kv_cache=cache)
     return (cache.k.nbytes + cache.v.nbytes) / tokens

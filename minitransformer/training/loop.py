@@ -13,9 +13,10 @@ The bookkeeping around it lives next door: a non-finite loss, gradient or update
 stops training before anything is saved (divergence.py); Ctrl-C saves the last
 completed step (interrupt.py); ``resume`` continues a saved run bit for bit
 (resume.py). ``train`` works on the model's own arrays, in this process: it starts
-no process and changes no process-wide setting. The speed wing
-(``minitransformer.fast.train``) calls this same ``train`` with ``parallel=``, an
-object that computes each batch's loss and gradients on several model replicas.
+no process and changes no process-wide setting. The loss and its backward go through
+the core's one hook for the speed wing, ``twin(task_loss)`` (functional/twins.py):
+the plain functions, unless the wing's ``fast.train`` registered its data-parallel
+twins for the run (docs/speed.md).
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from .divergence import TrainingDiverged, check_grad_norm, check_loss, check_wei
 from .interrupt import SigintGuard, TrainingInterrupted, save_interrupted
 from .loss import task_loss, task_loss_backward
 from .resume import BadRunState, ResumeMismatch, dropout_generators, restore, save_run
+from ..functional.twins import twin
 from ..layers.blocks import set_recompute
 from ..layers.module import Module
 from ..optim import AdamW, Optimizer, clip_grad_norm, warmup_cosine_schedule
@@ -45,22 +47,16 @@ def make_optimizer(model, cfg: TrainConfig) -> AdamW:
 
 
 def train_step(model, task, batch, optimizer, lr: float, cfg: TrainConfig, device="cpu", *,
-               step=None, guard=None, parallel=None) -> float:
+               step=None, guard=None) -> float:
     """Forward, backward, clip, update; returns the loss (a Python float).
 
-    ``parallel``: an object whose ``loss(task, batch, smoothing)`` returns (L, backward) for
-    the whole batch, run on its own replicas of ``model``, and whose ``release_caches()``
-    drops theirs (the speed wing's DataParallel); None: ``model`` itself. ``step``: the step number, for the messages. ``guard``: a
-    ``SigintGuard`` that holds a Ctrl-C back while the update runs.
+    ``step``: the step number, for the messages. ``guard``: a ``SigintGuard`` that holds a
+    Ctrl-C back while the update runs.
     """
     at = f"at step {step}" if step is not None else "at this step"
-    if parallel is None:
-        loss, cache = task_loss(model, task, batch, cfg.smoothing, device)
-        backward = lambda: task_loss_backward(model, 1.0, cache)
-    else:
-        loss, backward = parallel.loss(task, batch, cfg.smoothing)
+    loss, cache = twin(task_loss)(model, task, batch, cfg.smoothing, device)
     check_loss(float(loss), at)
-    backward()
+    twin(task_loss_backward)(model, 1.0, cache)
     norm = clip_grad_norm(optimizer.params, cfg.grad_clip or math.inf)
     check_grad_norm(norm, loss, optimizer.params, at)
     if guard is not None:
@@ -75,17 +71,16 @@ def train_step(model, task, batch, optimizer, lr: float, cfg: TrainConfig, devic
     return float(loss)
 
 
-def evaluate(model, task, split: str, n_batches: int, seed: int, device="cpu", parallel=None) -> float:
+def evaluate(model, task, split: str, n_batches: int, seed: int, device="cpu") -> float:
     """Mean loss over ``n_batches`` batches drawn from a generator seeded with ``seed`` (eval mode,
-    no backward: the caches are dropped). ``parallel``: as in ``train_step``."""
+    no backward: the caches are dropped)."""
     rng, was_training = np.random.default_rng(seed), model.training
     model.eval()
-    runner = parallel or model
     total = 0.0
     for _ in range(n_batches):
         batch = task.batch(split, rng)
-        loss = parallel.loss(task, batch)[0] if parallel else task_loss(model, task, batch, 0.0, device)[0]
-        runner.release_caches()                   # evaluation runs no backward
+        loss, _ = twin(task_loss)(model, task, batch, 0.0, device)
+        model.release_caches()                    # evaluation runs no backward
         total += float(loss)
     model.train(was_training)
     return total / n_batches
@@ -103,7 +98,7 @@ def check_run_inputs(model, task, cfg) -> None:
         raise TypeError(f"cfg: expected a TrainConfig, got {type(cfg).__name__}")
 
 
-def _check_options(optimizer, checkpoint_path, resume, meta, log, stop_after, allow_config_change, parallel):
+def _check_options(optimizer, checkpoint_path, resume, meta, log, stop_after, allow_config_change):
     """train()'s keyword arguments, each refused by name (an empty path is not None, "no" is not
     False); returns the checkpoint path as a str, or None."""
     if optimizer is not None and not isinstance(optimizer, Optimizer):
@@ -119,25 +114,22 @@ def _check_options(optimizer, checkpoint_path, resume, meta, log, stop_after, al
         raise TypeError(f"log: expected a function of one line (print), got {type(log).__name__}")
     if stop_after is not None:
         check_int("stop_after", stop_after, low=1)
-    if parallel is not None and not all(callable(getattr(parallel, m, None)) for m in ("loss", "release_caches")):
-        raise TypeError(f"parallel: expected an object with loss(task, batch, smoothing) and release_caches() "
-                        f"(the speed wing's DataParallel) or None, got {type(parallel).__name__}")
     return checkpoint_path
 
 
 def train(model, task, cfg: TrainConfig, *, optimizer=None, checkpoint_path=None, resume=False, meta=None,
-          device="cpu", log=print, stop_after=None, allow_config_change=False, parallel=None) -> TrainResult:
+          device="cpu", log=print, stop_after=None, allow_config_change=False) -> TrainResult:
     """Train ``model`` on ``task`` for ``cfg.steps`` steps; see the module docstring.
 
     ``resume``: continue from ``checkpoint_path`` (resume.py; ``allow_config_change``: a
     TrainConfig that differs is taken, never a model that differs). ``stop_after``: stop
     after saving once this many steps are done, as an interruption would (tests resume
-    from there). ``parallel``: as in ``train_step``. Ctrl-C saves the last completed
-    step and raises ``TrainingInterrupted``; a divergence raises ``TrainingDiverged``.
+    from there). Ctrl-C saves the last completed step and raises ``TrainingInterrupted``; a
+    divergence raises ``TrainingDiverged``.
     """
     check_run_inputs(model, task, cfg)
     checkpoint_path = _check_options(optimizer, checkpoint_path, resume, meta, log, stop_after,
-                                     allow_config_change, parallel)
+                                     allow_config_change)
     for name in remove_stale_temporaries(checkpoint_path) if checkpoint_path else ():
         log(f"removed {name}: the temporary file of an earlier save that was cut short")
     optimizer = optimizer or make_optimizer(model, cfg)
@@ -161,7 +153,7 @@ def train(model, task, cfg: TrainConfig, *, optimizer=None, checkpoint_path=None
                 states = [generator_state(g) for g in generators]     # a few small dicts: cheap
                 lr = schedule(step)
                 loss = train_step(model, task, task.batch("train", batch_rng), optimizer, lr, cfg, device,
-                                  step=step, guard=guard, parallel=parallel)
+                                  step=step, guard=guard)
                 result.history.append((step, loss))
                 done, states = step, None
                 guard.check()                     # a Ctrl-C held back during the update
@@ -171,7 +163,7 @@ def train(model, task, cfg: TrainConfig, *, optimizer=None, checkpoint_path=None
                                   elapsed / (step - start) * (cfg.steps - step)))
                 t_pause = time.perf_counter()     # evaluation and saving are not training time
                 if step % cfg.eval_interval == 0 and step != cfg.steps:
-                    tr, va = (evaluate(model, task, s, cfg.eval_batches, cfg.seed + 7, device, parallel)
+                    tr, va = (evaluate(model, task, s, cfg.eval_batches, cfg.seed + 7, device)
                               for s in ("train", "val"))
                     result.evals.append((step, tr, va))
                     log(f"step {step}: eval train {tr:.4f} | val {va:.4f}")
@@ -185,18 +177,18 @@ def train(model, task, cfg: TrainConfig, *, optimizer=None, checkpoint_path=None
         except KeyboardInterrupt:
             save_interrupted(checkpoint_path, model, optimizer, batch_rng, states, done, result, cfg, meta, log)
     result.seconds = time.perf_counter() - t0
-    _final_evaluation(model, task, cfg, result, device, parallel, log)
+    _final_evaluation(model, task, cfg, result, device, log)
     return result
 
 
-def _final_evaluation(model, task, cfg, result, device, parallel, log) -> None:
+def _final_evaluation(model, task, cfg, result, device, log) -> None:
     """Both splits on ``final_eval_batch_count(cfg)`` batches each, into ``result``."""
     n = result.final_eval_batches = final_eval_batch_count(cfg)
     log(f"final evaluation: {n} batches of train, {n} of val")
     t_eval = time.perf_counter()
     for split, seed in (("train", cfg.seed + 11), ("val", cfg.seed + 13)):
         t_split = time.perf_counter()
-        loss = evaluate(model, task, split, n, seed, device, parallel)
+        loss = evaluate(model, task, split, n, seed, device)
         setattr(result, f"final_{split}_loss", loss)
         log(f"final evaluation, {split}: loss {loss:.4f} ({time.perf_counter() - t_split:.1f} s)")
     result.eval_seconds = time.perf_counter() - t_eval

@@ -7,8 +7,7 @@ with dscores (the fast softmax, softmax.py here). Attention dropout (p_drop > 0 
 training) is computed by the plain form: this twin hands such a call, and the
 backward of its cache, over to it.
 
-With one query head per kv head (r = 1), the products write their results in the
-layout that merging the heads produces: out into a (B, T, H, Dv) buffer, and dq, dk,
+The products write their results in the layout that merging the heads produces: out into a (B, T, H, Dv) buffer, and dq, dk,
 dv side by side into one (B, T, H + 2G, D) buffer (the fused W_qkv's columns). The
 (B, H, T, D) results are views of those buffers, so merge_heads (heads.py here)
 is a reshape instead of a copy; a matrix product writes through such a view
@@ -17,6 +16,12 @@ is a reshape instead of a copy; a matrix product writes through such a view
 Under a causal-shaped mask, from T = 128 queries on (r = 1, no bias), the work runs in
 blocks of query rows that skip the keys past each block's causal edge
 (attention_blocks.py); the backward does the same whenever P is exactly 0 there.
+
+Grouped kv heads arrive repeated (functional/repeat_kv.py), as in the plain form. The
+earlier form that multiplied the shared keys without the copy (the queries of a group
+stacked as (B, G, r·T, D)) is not here: it took 6-10% off a grouped-query model's step
+and nothing off the default run, whose heads are not grouped (benchmarks/RESULTS.md,
+docs/speed.md).
 """
 from __future__ import annotations
 
@@ -40,60 +45,49 @@ def attention_forward(q, k, v, mask=None, bias=None, *, p_drop=0.0, rng=None, tr
     if p_drop != 0.0 and check_flag("training", training):  # attention dropout: the plain form
         return plain.attention_forward(q, k, v, mask, bias, p_drop=p_drop, rng=rng, training=training,
                                        drop_mask=drop_mask)
-    B, H, T, D, n_kv_head, S = _check_inputs(q, k, v, mask, bias)
-    r = H // n_kv_head                                     # query heads per kv head
-    blocks = query_blocks(T, S) if r == 1 and bias is None and isinstance(q, numpy.ndarray) else None
+    B, H, T, D, S = _check_inputs(q, k, v, mask, bias)
+    blocks = query_blocks(T, S) if bias is None and isinstance(q, numpy.ndarray) else None
     if blocks is not None and mask_hides_past_edges(mask, blocks):
         return _forward_in_blocks(q, k, v, mask, blocks)  # causal-shaped mask: skip the hidden keys
-    q_grouped = q.reshape(B, n_kv_head, r * T, D)          # (B, G, r·T, D)
     scale = D ** -0.5
-    k_scaled = k * scale                                   # (B, G, S, D)
-    scores = q_grouped @ k_scaled.swapaxes(-1, -2)         # (B, G, r·T, S) a fresh array
-    s = scores.reshape(B, H, T, S)                         # (B, H, T, S) view
+    k_scaled = k * scale                                   # (B, H, S, D)
+    s = q @ k_scaled.swapaxes(-1, -2)                      # (B, H, T, S) a fresh array
     if bias is not None:
         s += bias
     if mask is not None:
         s += additive_mask(mask, s.dtype)                  # -inf where hidden
     P, _ = softmax_into(s, -1, s)                          # (B, H, T, S) P overwrites the scores
-    cache = AttentionCache(q_grouped, k_scaled, v, P, scale, None if bias is None else tuple(bias.shape))
-    if r == 1 and isinstance(q, numpy.ndarray):
+    cache = AttentionCache(q, k_scaled, v, P, scale, None if bias is None else tuple(bias.shape))
+    if isinstance(q, numpy.ndarray):
         return numpy.matmul(P, v, out=_merged_heads_output(B, H, T, v.shape[-1], q.dtype)), cache
-    out = P.reshape(B, n_kv_head, r * T, S) @ v            # (B, G, r·T, Dv)
-    return out.reshape(B, H, T, v.shape[-1]), cache        # (B, H, T, Dv)
+    return P @ v, cache                                    # (B, H, T, Dv)
 
 
 def attention_backward(dout, cache: AttentionCache):
     """Twin of functional.attention.attention_backward."""
     if cache.dropout is not None:                          # attention dropout: the plain form
         return plain.attention_backward(dout, cache)
-    q_grouped, k_scaled, v, P, scale, bias_shape = cache[:6]
-    B, n_kv_head, rT, D = q_grouped.shape
-    H, T, S = P.shape[1:]
+    q, k_scaled, v, P, scale, bias_shape = cache[:6]
+    B, H, T, D = q.shape
+    S = P.shape[-1]
     check_upstream("dout", dout, (B, H, T, v.shape[-1]), v.dtype)  # the forward output's shape and dtype
-    blocks = query_blocks(T, S) if rT == T and bias_shape is None and isinstance(P, numpy.ndarray) else None
+    blocks = query_blocks(T, S) if bias_shape is None and isinstance(P, numpy.ndarray) else None
     if blocks is not None and probs_zero_past_edges(P, blocks):
         return _backward_in_blocks(dout, cache, blocks)    # P = 0 past the causal edges: skip those keys
-    P_grouped = P.reshape(B, n_kv_head, rT, S)             # (B, G, r·T, S)
-    dout_grouped = dout.reshape(B, n_kv_head, rT, v.shape[-1])  # (B, G, r·T, Dv)
     xp = get_xp(dout, v)
-    dq, dk, dv = _gradient_buffers(q_grouped, k_scaled, v, H, T)
-    dv = xp.matmul(P_grouped.swapaxes(-1, -2), dout_grouped, out=dv)   # (B, G, S, Dv)
-    dP = dout_grouped @ v.swapaxes(-1, -2)                 # (B, G, r·T, S)
-    dscores = softmax_backward_into(dP, SoftmaxCache(P_grouped, -1), dP)  # in place of dP
-    dbias = None
-    if bias_shape is not None:
-        dbias = _sum_to_shape(dscores.reshape(B, H, T, S), bias_shape)
-    if dq is None:
-        dq = (dscores @ k_scaled).reshape(B, H, T, D)      # (B, H, T, D)
-    else:
-        xp.matmul(dscores, k_scaled, out=dq)               # (B, H, T, D) r = 1: the grouped view is q's
-    dk = xp.matmul(dscores.swapaxes(-1, -2), q_grouped, out=dk)   # (B, G, S, D)
+    dq, dk, dv = _gradient_buffers(q, k_scaled, v)
+    dv = xp.matmul(P.swapaxes(-1, -2), dout, out=dv)       # (B, H, S, Dv)
+    dP = dout @ v.swapaxes(-1, -2)                         # (B, H, T, S)
+    dscores = softmax_backward_into(dP, SoftmaxCache(P, -1), dP)  # in place of dP
+    dbias = None if bias_shape is None else _sum_to_shape(dscores, bias_shape)
+    dq = xp.matmul(dscores, k_scaled, out=dq)              # (B, H, T, D)
+    dk = xp.matmul(dscores.swapaxes(-1, -2), q, out=dk)    # (B, H, S, D)
     dk *= scale
     return (dq, dk, dv) if dbias is None else (dq, dk, dv, dbias)
 
 
 def _forward_in_blocks(q, k, v, mask, blocks):
-    """attention_forward for r = 1, no bias, a mask with a causal shape: the work in query
+    """attention_forward for no bias and a mask with a causal shape: the work in query
     blocks that skip the hidden keys (attention_blocks.py), out in the merged-heads layout."""
     B, H, T, D = q.shape
     S, Dv = k.shape[2], v.shape[-1]
@@ -112,9 +106,9 @@ def _merged_heads_output(B, H, T, Dv, dtype):
 
 
 def _backward_in_blocks(dout, cache, blocks):
-    """attention_backward for r = 1, no bias, P = 0 past the blocks' causal edges: the same blocks."""
+    """attention_backward for no bias and P = 0 past the blocks' causal edges: the same blocks."""
     q, k_scaled, v, P, scale = cache[:5]
-    dq, dk, dv = _gradient_buffers(q, k_scaled, v, q.shape[1], q.shape[2])
+    dq, dk, dv = _gradient_buffers(q, k_scaled, v)
     if dq is None:
         dq, dk, dv = (numpy.empty(a.shape, dtype=a.dtype) for a in (q, k_scaled, v))
     blocked_backward(dout, q, k_scaled, v, P, blocks, dq, dk, dv)
@@ -122,12 +116,13 @@ def _backward_in_blocks(dout, cache, blocks):
     return dq, dk, dv
 
 
-def _gradient_buffers(q_grouped, k_scaled, v, H, T):
-    """dq (B, H, T, D), dk (B, G, S, D), dv (B, G, S, Dv) as views of one (B, T, H + 2G, D) buffer,
-    heads in the order q, k, v (what merge_heads(dq, dk, dv) produces), when r = 1, S = T and
-    Dv = D; else (None, None, None): the products allocate their own results."""
-    B, G, S, D = k_scaled.shape
-    if G != H or S != T or v.shape[-1] != D or not isinstance(k_scaled, numpy.ndarray):
+def _gradient_buffers(q, k_scaled, v):
+    """dq (B, H, T, D), dk (B, H, S, D), dv (B, H, S, Dv) as views of one (B, T, 3H, D) buffer,
+    heads in the order q, k, v (what merge_heads(dq, dk, dv) produces), when S = T and Dv = D;
+    else (None, None, None): the products allocate their own results."""
+    B, H, T, D = q.shape
+    S = k_scaled.shape[2]
+    if S != T or v.shape[-1] != D or not isinstance(k_scaled, numpy.ndarray):
         return None, None, None
-    heads = numpy.empty((B, T, H + 2 * G, D), dtype=k_scaled.dtype).transpose(0, 2, 1, 3)  # (B, H+2G, T, D)
-    return heads[:, :H], heads[:, H:H + G], heads[:, H + G:]
+    heads = numpy.empty((B, T, 3 * H, D), dtype=k_scaled.dtype).transpose(0, 2, 1, 3)  # (B, 3H, T, D)
+    return heads[:, :H], heads[:, H:2 * H], heads[:, 2 * H:]
