@@ -44,10 +44,13 @@ _PRISTINE: dict = {}
 
 
 def pristine_copy() -> Path:
-    """The folder holding the grader's pristine minitransformer/, made once per process."""
+    """The folder holding the grader's pristine minitransformer/, made once per process and removed
+    when it ends (a check-class worker ends without atexit: multiprocessing's finalizer then)."""
     if "dir" not in _PRISTINE:
+        import multiprocessing.util
         root = Path(tempfile.mkdtemp(prefix="mt-pristine-"))
         atexit.register(shutil.rmtree, root, True)
+        multiprocessing.util.Finalize(None, shutil.rmtree, args=(root, True), exitpriority=0)
         pristine(root / "copy" / "minitransformer")
         _PRISTINE["dir"] = root / "copy"
     return _PRISTINE["dir"]
