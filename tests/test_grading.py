@@ -249,9 +249,9 @@ def test_embedding_graded_on_a_vocabulary_that_takes_the_sorted_scatter(tmp_path
 
 
 def test_the_same_grading_runs_in_process_on_the_students_own_package():
-    """checks.Local: the student's code in this process, with the Sandbox's interface (here the
+    """graded.Local: the student's code in this process, with the Sandbox's interface (here the
     installed package plays the student, so every check passes and an exception is the case's)."""
-    from minitransformer.homework.checks import Local
+    from minitransformer.homework.graded import Local
     from minitransformer.homework.evaluate import run
     result = run("layernorm", Local(), examples=1)
     assert result["score"] == result["max_score"] == 10 and result["status"] == "ok", result

@@ -28,10 +28,18 @@ from minitransformer.cli import main
 from minitransformer.homework.grade import grade
 from minitransformer.homework import child, classroom
 from minitransformer.homework.rubric import items
-from minitransformer.homework.sandbox import Limits, confinement_note
+from minitransformer.homework.sandbox import Limits
 
 REFERENCE = Path(__file__).resolve().parents[1] / "minitransformer"
 FAST = Limits(timeout=6.0, budget=20.0)
+SECRET = 0x9F3C_5A2E_71D4_08B6_C3E1_4F7A_2D95_B0E8          # 128 bits, as secrets.randbits(128) draws them
+
+
+def seed_file(folder: Path, seed: int = SECRET) -> str:
+    """A --seed-file holding ``seed`` (a secret seed never goes on a command line)."""
+    path = folder / "seed.json"
+    path.write_text(json.dumps({"seed": seed}))
+    return str(path)
 FALLBACK = "raise NotImplementedError('the trick did not work')"
 CORRECT = """
 import numpy as np
@@ -274,14 +282,6 @@ def test_packages_installed_inside_the_standard_library_stay_out_of_reach(tmp_pa
     assert done.stdout.split() == ["refused", "read"], done.stderr
 
 
-def test_without_landlock_the_grader_says_what_holds_the_child(monkeypatch):
-    monkeypatch.setattr(child, "landlock_abi", lambda: 0)
-    note = confinement_note()
-    assert os.name != "posix" or ("no Landlock" in note and "audit hook" in note)
-    monkeypatch.setattr(child, "landlock_abi", lambda: 7)
-    assert confinement_note() is None
-
-
 def test_a_backward_that_changes_the_forwards_input_through_the_cache_loses_the_promise(tmp_path):
     """The cache (an object, as the package's caches are: it stays in the student's process)
     holds the caller's x itself: the backward zeroing it in place is caught after the backward
@@ -409,7 +409,7 @@ def test_a_dependency_is_graded_before_its_reference_enters_the_process(tmp_path
 def test_gradescope_zip_end_to_end(tmp_path):
     """Build the zip, set it up in a temporary root, grade a correct, a buggy and a hostile upload."""
     zip_path = tmp_path / "autograder.zip"
-    assert main(["homework", "autograder", "softmax", "relu", "--out", str(zip_path), "--seed", "1234",
+    assert main(["homework", "autograder", "softmax", "relu", "--out", str(zip_path), "--seed-file", seed_file(tmp_path),
                  "--timeout", "10", "--budget", "30"]) == 0
     root = tmp_path / "autograder"
     with zipfile.ZipFile(zip_path) as z:
@@ -438,13 +438,13 @@ def test_gradescope_zip_end_to_end(tmp_path):
     assert scores["correct"] == {"softmax": 5, "relu": 0}
     assert 0 < scores["buggy"]["softmax"] < 5
     assert scores["hostile"] == {"softmax": 0, "relu": 0}
-    assert json.loads((root / "source" / "grader.json").read_text())["seed"] == 1234
+    assert json.loads((root / "source" / "grader.json").read_text())["seed"] == SECRET
     assert os.stat(root / "source").st_mode & 0o077 == 0                 # root only: the seed, the reference
 
 
 def test_run_autograder_reports_even_when_the_grader_cannot_start(tmp_path):
     root = tmp_path / "autograder"
-    assert main(["homework", "autograder", "relu", "--out", str(tmp_path / "a.zip"), "--seed", "1"]) == 0
+    assert main(["homework", "autograder", "relu", "--out", str(tmp_path / "a.zip")]) == 0
     with zipfile.ZipFile(tmp_path / "a.zip") as z:
         z.extractall(root / "source")                                    # setup.sh never ran: no grader-lib
     (root / "submission").mkdir()
@@ -465,10 +465,10 @@ def test_check_class_writes_a_gradebook_and_a_hang_costs_its_budget_once(tmp_pat
     correct = CORRECT
     submission(subs / "alice", correct, backward_body=CORRECT_BACKWARD)
     submission(subs / "bob", "while True:\n    pass", backward_body="while True:\n    pass",
-               extra={"relu.py": "def relu_forward(x):\n    while True:\n        pass\n"})
+               extra={"activations.py": "def relu_forward(x):\n    while True:\n        pass\n"})
     start = time.monotonic()
     assert main(["homework", "check-class", str(subs), "softmax", "relu", "--out", str(tmp_path / "grades"),
-                 "--jobs", "2", "--timeout", "2", "--budget", "3", "--seed", "8613"]) == 0
+                 "--jobs", "2", "--timeout", "2", "--budget", "3", "--seed-file", seed_file(tmp_path)]) == 0
     assert time.monotonic() - start < 20
     rows = (tmp_path / "grades" / "gradebook.csv").read_text().splitlines()
     assert rows[0] == "student,relu,softmax,total,notes"                    # the table's order
@@ -490,24 +490,15 @@ def test_a_worker_that_dies_costs_only_its_own_submission_and_the_gradebook_is_w
             os.kill(os.getpid(), signal.SIGKILL)
         return real(folder, *args, **kwargs)
     monkeypatch.setattr(classroom, "grade", dying)
-    gradebook = classroom.grade_class(subs, ["softmax"], tmp_path / "grades", jobs=2, limits=FAST, seed=8613)
+    gradebook = classroom.grade_class(subs, ["softmax"], tmp_path / "grades", jobs=2, limits=FAST, seed=SECRET)
     rows = list(csv.reader(gradebook.read_text().splitlines()))
     assert [row[0] for row in rows] == ["student", "alice", "mallory", "zoe"]
     assert float(rows[1][-2]) == float(rows[3][-2]) == 5                  # the others keep their grade
-    assert float(rows[2][-2]) == 0 and "the grading process died twice" in rows[2][-1]
-    assert json.loads((tmp_path / "grades" / "mallory.json").read_text())["score"] == 0
-
-
-@pytest.mark.parametrize("command", [["check-class", "SUBS", "softmax", "--out", "OUT"],
-                                     ["autograder", "softmax", "--out", "OUT/autograder.zip"]])
-def test_a_class_is_never_graded_on_the_public_seed_by_default(tmp_path, capsys, command):
-    """Seed 0's inputs and results ship in every student's copy: grading a class needs the secret."""
-    (tmp_path / "SUBS").mkdir()
-    argv = [str(tmp_path / a) if a.startswith(("SUBS", "OUT")) else a for a in command]
-    assert main(["homework", *argv]) == 2
-    err = capsys.readouterr().err
-    assert f"{command[0]}: give the graded inputs' secret seed, --seed N or --seed-file F" in err
-    assert not (tmp_path / "OUT").exists()
+    assert rows[2][1:3] == ["not graded", "not graded"]                    # never a 0: to be re-run
+    assert "not graded: softmax: the grading process died twice" in rows[2][-1]
+    mallory = json.loads((tmp_path / "grades" / "mallory.json").read_text())
+    assert mallory["score"] is None and mallory["tests"][0]["score"] is None
+    assert "the grading process died twice" in mallory["extra_data"]["not_graded"]["softmax"]
 
 
 def test_code_outside_the_bodies_is_named_and_not_run(tmp_path):

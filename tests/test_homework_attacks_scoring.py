@@ -12,6 +12,7 @@ import struct
 import sys
 import threading
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,9 +20,8 @@ import pytest
 from minitransformer.homework.assignments import BY_ID
 from minitransformer.homework.classroom import cell
 from minitransformer.homework.diagnose import compare
-from minitransformer.homework.grade import reference_source
 from minitransformer.homework.report import format_notes, format_result
-from minitransformer.homework.child import read_frame
+from minitransformer.homework.wire import read_frame
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_homework_attacks import CORRECT, CORRECT_BACKWARD, FALLBACK, honest, submission  # noqa: E402
@@ -109,6 +109,16 @@ def test_a_module_hiding_a_parameter_cannot_hide_its_wrong_gradient(tmp_path):
     mha = honest(folder, ("softmax", "mha"))["mha"]
     assert mha["score"] == 0 and mha["status"] == "exception", mha
     assert "the module's parameters differ from the given ones: expected W_o (8, 8), b_o (8,)" in mha["message"]
+
+
+def reference_source(target) -> str:
+    """The reference's source of one target, dedented (the test writes a submission from it)."""
+    import ast
+    import textwrap
+    from minitransformer.homework.export import PACKAGE_DIR, _find
+    source = (PACKAGE_DIR / Path(*target.module.split("."))).with_suffix(".py").read_text(encoding="utf-8")
+    node = _find(ast.parse(source), target.qualname)
+    return textwrap.dedent("".join(source.splitlines(keepends=True)[node.lineno - 1:node.end_lineno]))
 
 
 def _indent(text: str) -> str:

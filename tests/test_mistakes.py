@@ -19,7 +19,7 @@ from minitransformer.functional.linear import linear_backward, linear_forward
 from minitransformer.functional.repeat_kv import repeat_kv_backward
 from minitransformer.homework.cases import (CASES, build_module, by_name, reference_results, run_module,
                                             run_pair, trial_inputs)
-from minitransformer.homework.checks import resolve
+from minitransformer.homework.graded import resolve
 from minitransformer.homework.mistakes import (catalogue, diagnose, diagnose_all, dtype_message,
                                                mutation_message, nan_message)
 from minitransformer.layers.residual import Residual
@@ -999,8 +999,9 @@ def test_a_factor_per_feature_is_named_and_a_single_scalar_is_not_a_pattern():
 
 def test_a_family_stored_in_a_students_copy_is_recognised(tmp_path):
     from minitransformer.homework import expected
+    from minitransformer.homework.reference import write_expected
     (tmp_path / "homework").mkdir()
-    expected.write(tmp_path, ["rope"])
+    write_expected(tmp_path, ["rope"])
     stored = expected.Stored(tmp_path / "homework")
     assert any("#" in k for k in stored.arrays.files)           # the candidates after the first, keyed dx#k
     i, graded = next((i, g) for i, g in enumerate(CASES["rope"]) if g.name == "rope: half-split layout")

@@ -2,17 +2,27 @@
 
     homework list
     homework export ASSIGNMENT... --out DIR [--with-solutions] [--force]   ("all" = every assignment)
-    homework check SUBMISSION [ASSIGNMENT...] [--json results.json] [--seed N | --seed-file F]
-    homework check-class SUBMISSIONS [ASSIGNMENT...] --out DIR [--jobs N]
-    homework autograder ASSIGNMENT... --out autograder.zip (--seed N | --seed-file F)
+    homework check SUBMISSION [ASSIGNMENT...] [--json results.json] [--seed-file F] [--unconfined]
+    homework check-class SUBMISSIONS [ASSIGNMENT...] --out DIR [--force] [--jobs N] [--seed-file F] [--unconfined]
+    homework autograder ASSIGNMENT... --out autograder.zip [--seed-file F] [--unconfined]
 
 ``check`` grades a folder of the student's files (their whole copy, or only the
 files they changed): the bodies of the assignments' functions are laid over a
-pristine copy and run in a confined process; everything is compared here with this
-installation's reference (docs/homework.md). Exit code 0 only when everything passes.
+pristine copy and run in a process the kernel walls in; everything is compared here
+with this installation's reference (docs/homework.md). Exit code 0 only when
+everything passes. The secret seed of the graded inputs comes from a file, never
+the command line (any process can read that); check-class and autograder draw a
+128-bit one with ``secrets`` when none is given and write it down. Where this
+machine cannot wall the student's code in, the grading commands refuse unless
+``--unconfined``, and every result says so.
+
+In a student's copy (a homework export) only the local check runs: ``homework
+check . ID`` checks the copy's own code on the public seed's stored numbers, and
+says it is no grade; the instructor's commands and options refuse there.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -20,6 +30,13 @@ from pathlib import Path
 
 from ..homework.assignments import ASSIGNMENTS, select
 from ..validate import cli_integer, cli_real
+
+SECRET_BITS = 128
+MAX_SEED_FILE = 1 << 16
+
+
+class Refused(Exception):
+    """A command that is not run; the message is its one line."""
 
 
 def _list() -> int:
@@ -34,26 +51,65 @@ def _list() -> int:
 
 def _export(args) -> int:
     from ..homework.export import export
-    chosen = export(args.assignments, args.out, with_solutions=args.with_solutions, force=args.force)
+    select(args.assignments)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise Refused(f"--out {out}: is a file; expected a folder for the copy (empty, or one an earlier "
+                      "export wrote, with --force)")
+    try:
+        chosen = export(args.assignments, out, with_solutions=args.with_solutions, force=args.force)
+    except OSError as e:
+        raise Refused(f"--out {out}: cannot write the copy there ({e.strerror or e}"
+                      f"{': ' + str(e.filename) if e.filename else ''})") from None
     kind = "solutions kept" if args.with_solutions else "stubbed"
     print(f"exported {len(chosen)} assignment(s) ({kind}) to {args.out}: "
           f"{', '.join(a.id for a in chosen)}; handout {args.out}/HOMEWORK.md")
     return 0
 
 
-def _seed(args) -> int:
-    """--seed, or the seed in --seed-file (an integer, or JSON with a "seed")."""
-    if getattr(args, "seed_file", None):
-        text = Path(args.seed_file).read_text(encoding="utf-8").strip()
+# ------------------------------------------------------------------ the seed: a file, never argv
+def read_seed(path: str, *, secret: bool) -> int:
+    """The seed in the file ``path`` (an integer, or JSON with a "seed"); with ``secret``, one that
+    can only have come from a real draw of 128 bits (at least 64 bits long)."""
+    file = Path(path)
+    if file.is_dir():
+        raise Refused(f"--seed-file {path}: is a folder; expected a file holding the seed")
+    try:
+        with open(file, "rb") as f:
+            data = f.read(MAX_SEED_FILE + 1)
+        text = data.decode("utf-8").strip()
+    except FileNotFoundError:
+        raise Refused(f"--seed-file {path}: no such file") from None
+    except OSError as e:
+        raise Refused(f"--seed-file {path}: cannot be read ({e.strerror})") from None
+    except UnicodeDecodeError:
+        text = None
+    value = None
+    if text is not None and len(data) <= MAX_SEED_FILE:
         try:
             value = json.loads(text)
         except ValueError:
-            raise KeyError(f"--seed-file {args.seed_file}: expected an integer or JSON with a \"seed\"")
-        value = value.get("seed") if isinstance(value, dict) else value
-        if type(value) is not int or value < 0:
-            raise KeyError(f"--seed-file {args.seed_file}: expected a non-negative integer seed, got {value!r}")
-        return value
-    return args.seed
+            value = None
+    value = value.get("seed") if isinstance(value, dict) else value
+    if type(value) is not int or value < 0:
+        raise Refused(f"--seed-file {path}: expected a non-negative integer, or JSON with a \"seed\" "
+                      f"(a text file), got {_shown(value, text)}")
+    if secret and value.bit_length() < 64:
+        raise Refused(f"--seed-file {path}: a secret seed has {SECRET_BITS} random bits (python -c \"import "
+                      f"secrets; print(secrets.randbits({SECRET_BITS}))\"); this one has {value.bit_length()}: "
+                      "anyone can try them all")
+    return value
+
+
+def _shown(value, text) -> str:
+    if text is None:
+        return "a file that is not text"
+    return repr(value)[:40] if value is not None else repr(text[:40])
+
+
+def new_secret_seed() -> int:
+    import secrets
+    return secrets.randbits(SECRET_BITS)
 
 
 def _limits(args):
@@ -61,110 +117,194 @@ def _limits(args):
     return Limits(timeout=args.timeout, budget=args.budget, memory_mb=args.memory_mb)
 
 
-def _confinement_note() -> None:
-    """For the instructor: what confines the student's process where the kernel does not
-    (a student checking their own copy is grading their own code: no note)."""
+def _refuse_in_a_copy(args) -> None:
+    """The grader never runs from a student's copy: its own code is the student's to change."""
     from ..homework.expected import in_student_copy
-    from ..homework.sandbox import confinement_note
-    note = None if in_student_copy() else confinement_note()
-    if note:
-        print(note, file=sys.stderr)
+    if not in_student_copy():
+        return
+    command = args.action
+    if command == "check":
+        for flag, given in (("--json", args.json), ("--seed-file", args.seed_file), ("--unconfined", args.unconfined)):
+            if given:
+                raise Refused(f"check {flag}: not in a student's copy: this copy checks its own code (a local "
+                              "check, no grade); the grader runs from the installed package, outside the copy")
+        return
+    raise Refused(f"{command}: this is a student's copy of minitransformer (a homework export), and the grader "
+                  "never runs from one (its code is the student's to change): run the installed "
+                  f"`minitransformer homework {command}` outside the copy")
+
+
+def _walls(args) -> None:
+    """Fail closed: refuse, one line, where the kernel cannot wall the student's code in."""
+    from ..homework.expected import in_student_copy
+    from ..homework.grade import refusal
+    from ..homework.walls import missing
+    lacking = missing()
+    if in_student_copy():
+        if lacking:
+            print(f"note: your code runs without the kernel's walls here (no {', no '.join(lacking)}); "
+                  "fine for checking your own code", file=sys.stderr)
+        return
+    if lacking and not args.unconfined:
+        raise Refused(refusal(lacking))
+    if lacking:
+        print(f"graded unconfined: no {', no '.join(lacking)} (every result says so)", file=sys.stderr)
+
+
+# ------------------------------------------------------------------ the commands that grade
+def _json_target(path) -> Path:
+    """--json's file: its folder exists, and it is not a folder itself."""
+    file = Path(path)
+    if file.is_dir():
+        raise Refused(f"--json {path}: is a folder; expected the file to write results.json to")
+    if not file.parent.is_dir():
+        raise Refused(f"--json {path}: the folder {file.parent} does not exist")
+    return file
 
 
 def _check(args) -> int:
+    from ..homework.expected import copy_assignments, in_student_copy
     from ..homework.grade import grade, require_folder
     from ..homework.report import all_passed, format_notes, format_result, summary, write_gradescope
     start = time.perf_counter()
-    select(args.assignments)
+    ids = args.assignments or (copy_assignments() if in_student_copy() else [])
+    select(ids)
     require_folder(args.dir)
-    _confinement_note()
-    seed, notes = _seed(args), []
-    results = grade(args.dir, args.assignments, limits=_limits(args), seed=seed, notes=notes,
+    json_file = _json_target(args.json) if args.json else None
+    seed = read_seed(args.seed_file, secret=False) if args.seed_file else 0
+    try:
+        _walls(args)
+    except Refused as e:                    # results.json says why nothing was graded (Gradescope shows it)
+        if json_file is not None:
+            from ..homework.grade import not_graded
+            write_gradescope(json_file, [not_graded(a, e.args[0]) for a in select(ids)])
+        raise
+    if in_student_copy():
+        print("local check of this copy: the public seed 0's numbers stored in it, the grader's cases, "
+              "diagnoses and rubric; what the grader checks, not your grade")
+    elif not args.seed_file:
+        print("note: graded on the public seed 0, whose inputs and results ship in every student's copy; "
+              "for a grade: --seed-file F", file=sys.stderr)
+    notes: list = []
+    results = grade(args.dir, ids, limits=_limits(args), seed=seed, notes=notes, unconfined=args.unconfined,
                     progress=lambda r: print(format_result(r), flush=True))
     if notes:
         print(format_notes(notes))
     print(f"{summary(results)}  ({time.perf_counter() - start:.1f} s)")
-    if args.json:
-        write_gradescope(args.json, results, notes, time.perf_counter() - start)
+    if json_file is not None:
+        write_gradescope(json_file, results, notes, time.perf_counter() - start)
     return 0 if all_passed(results) else 1
 
 
-def _require_secret_seed(args, command: str) -> None:
-    """A class is graded on inputs its students have not seen: the public seed 0's inputs and
-    results ship in every student's copy, so a shared table of them would pass."""
-    if args.seed is None and not args.seed_file:
-        raise KeyError(f"{command}: give the graded inputs' secret seed, --seed N or --seed-file F "
-                       "(the public seed 0's inputs and results ship in every student's copy)")
-
-
 def _check_class(args) -> int:
-    from ..homework.classroom import grade_class
-    _require_secret_seed(args, "check-class")
+    from ..homework.classroom import SEED_FILE, grade_class
     start = time.perf_counter()
     select(args.assignments)
     if not Path(args.submissions).is_dir():
-        raise FileNotFoundError(f"{args.submissions}: not a folder of submission folders")
-    _confinement_note()
-    csv = grade_class(args.submissions, args.assignments, args.out, jobs=args.jobs, limits=_limits(args),
-                      seed=_seed(args),
-                      progress=lambda name, r: print(f"{name:<24} {r['score']:g}/{r['max_score']}", flush=True))
+        raise Refused(f"{args.submissions}: not a folder of submission folders")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise Refused(f"--out {out}: is a file; expected a folder for the students' JSONs and the gradebook")
+    _walls(args)
+    seed = read_seed(args.seed_file, secret=True) if args.seed_file else new_secret_seed()
+    rewrite = args.seed_file is None or Path(args.seed_file).resolve() == (out / SEED_FILE).resolve()
+    csv = grade_class(args.submissions, args.assignments, out, jobs=args.jobs, limits=_limits(args), seed=seed,
+                      force=args.force, unconfined=args.unconfined, write_seed_file=rewrite,
+                      progress=lambda name, r: print(f"{name:<24} {_score(r)}/{r['max_score']}", flush=True))
+    if args.seed_file is None:
+        print(f"seed: a new {SECRET_BITS}-bit secret, in {out / SEED_FILE} (grade the same inputs again with "
+              f"--seed-file {out / SEED_FILE}; keep it from the students)")
     print(f"gradebook {csv}  ({time.perf_counter() - start:.1f} s)")
     return 0
 
 
+def _score(report) -> str:
+    return "not graded" if report["score"] is None else f"{report['score']:g}"
+
+
 def _autograder(args) -> int:
     from ..homework.autograder import build
-    _require_secret_seed(args, "autograder")
-    path = build(args.assignments, args.out, seed=_seed(args), timeout=args.timeout, budget=args.budget)
-    print(f"wrote {path}: upload it as the Gradescope autograder (setup.sh, run_autograder, the wheel)")
+    select(args.assignments)
+    out = Path(args.out)
+    if out.is_dir():
+        raise Refused(f"--out {out}: is a folder; expected the zip file to write, e.g. {out}/autograder.zip")
+    blocked = next((p for p in out.parents if p.exists() and not p.is_dir()), None)
+    if blocked is not None:
+        raise Refused(f"--out {out}: {blocked} is a file, not a folder")
+    seed = read_seed(args.seed_file, secret=True) if args.seed_file else new_secret_seed()
+    path = build(args.assignments, out, seed=seed, timeout=args.timeout, budget=args.budget,
+                 unconfined=args.unconfined)
+    where = "the one in --seed-file" if args.seed_file else f"a new {SECRET_BITS}-bit secret"
+    print(f"wrote {path}: upload it as the Gradescope autograder (setup.sh, run_autograder, the wheel); the seed "
+          f"is {where}, in its grader.json: keep the zip from the students")
     return 0
 
 
 def run_homework(args) -> int:
     from ..homework.export import ExportError
+    from ..homework.report import OutError
+    from ..homework.sandbox import Unconfined
     actions = {"list": lambda a: _list(), "export": _export, "check": _check, "check-class": _check_class,
                "autograder": _autograder}
     try:
+        if args.seed is not None:
+            raise Refused("--seed: a seed on the command line is readable by every process of this machine "
+                          "(ps, /proc/PID/cmdline): put it in a file for --seed-file F, or give none and a "
+                          f"{SECRET_BITS}-bit one is drawn")
+        if args.action != "list":
+            _refuse_in_a_copy(args)
         return actions[args.action](args)
-    except (KeyError, FileNotFoundError, ExportError) as e:
+    except (Refused, OutError, ExportError, Unconfined, KeyError) as e:
         print(f"homework: {e.args[0]}", file=sys.stderr)
-        return 2
+    except FileNotFoundError as e:
+        print(f"homework: {e.filename + ': ' if e.filename else ''}{e.strerror or e.args[0]}", file=sys.stderr)
+    except OSError as e:
+        print(f"homework: {e.filename + ': ' if e.filename else ''}{e.strerror or e}", file=sys.stderr)
+    return 2
 
 
-def _grading_options(p, *, seed_default=0) -> None:
+def _grading_options(p, *, unconfined_help: str) -> None:
     p.add_argument("--timeout", type=cli_real(0.0), default=20.0,
                    help="seconds per assignment (default: 20)")
     p.add_argument("--budget", type=cli_real(0.0), default=120.0,
                    help="seconds per submission, all assignments together (default: 120)")
     p.add_argument("--memory-mb", type=cli_integer(64), default=1024,
                    help="address space the student's process may add, in MiB (default: 1024)")
-    p.add_argument("--seed", type=cli_integer(0), default=seed_default,
-                   help="seed of the graded inputs: the instructor's secret "
-                        + ("(default: 0, the public one)" if seed_default == 0 else "(required, or --seed-file)"))
-    p.add_argument("--seed-file", help="a file holding the seed (an integer, or JSON with a \"seed\")")
+    p.add_argument("--seed-file", help="a file holding the secret seed of the graded inputs (an integer, or "
+                                       "JSON with a \"seed\")")
+    p.add_argument("--unconfined", action="store_true", help=unconfined_help)
+    p.add_argument("--seed", help=argparse.SUPPRESS)     # refused: a seed on the command line is no secret
 
 
 def add_homework_arguments(p) -> None:
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
-    sub.add_parser("list", help="the assignments: id, points, lecture, the functions to write")
+    sub.add_parser("list", help="the assignments: id, points, lecture, the functions to write").set_defaults(seed=None)
     e = sub.add_parser("export", help="a student's copy of the package with the chosen bodies stubbed")
     e.add_argument("assignments", nargs="+", metavar="ASSIGNMENT", help='assignment ids, or "all"')
     e.add_argument("--out", required=True, help="an empty folder to write the copy and the handout into")
     e.add_argument("--with-solutions", action="store_true", help="keep the real bodies (instructor copy)")
     e.add_argument("--force", action="store_true",
                    help="write into a non-empty folder (files this export did not write are kept)")
-    c = sub.add_parser("check", help="grade one submission in a confined process")
+    e.set_defaults(seed=None)
+    unconfined = ("grade even where the kernel cannot wall the student's code in (no Landlock or seccomp): "
+                  "every result is marked \"graded unconfined\"")
+    c = sub.add_parser("check", help="grade one submission in a walled-in process")
     c.add_argument("dir", help="the submission: the student's copy, or only the files they changed")
-    c.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: all")
+    c.add_argument("assignments", nargs="*", metavar="ASSIGNMENT",
+                   help="default: all (in a student's copy: the copy's)")
     c.add_argument("--json", help="write Gradescope's results.json here")
-    _grading_options(c)
+    _grading_options(c, unconfined_help=unconfined)
     k = sub.add_parser("check-class", help="grade every submission folder: a JSON each and a CSV gradebook")
     k.add_argument("submissions", help="a folder holding one folder per student")
     k.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: all")
-    k.add_argument("--out", default="gradebook", help="where the JSONs and gradebook.csv go (default: gradebook)")
+    k.add_argument("--out", default="gradebook", help="an empty folder for the JSONs and gradebook.csv "
+                                                      "(default: gradebook)")
+    k.add_argument("--force", action="store_true",
+                   help="write into a non-empty --out, replacing what an earlier check-class wrote there")
     k.add_argument("--jobs", type=cli_integer(1), default=1, help="submissions graded at once (default: 1)")
-    _grading_options(k, seed_default=None)
+    _grading_options(k, unconfined_help=unconfined)
     g = sub.add_parser("autograder", help="Gradescope's autograder zip (setup.sh, run_autograder, a wheel)")
     g.add_argument("assignments", nargs="+", metavar="ASSIGNMENT", help='assignment ids, or "all"')
     g.add_argument("--out", required=True, help="the zip to write, e.g. autograder.zip")
-    _grading_options(g, seed_default=None)
+    _grading_options(g, unconfined_help="let the zip grade where Gradescope's machine cannot wall the student's "
+                                        "code in, every result marked \"graded unconfined\"")

@@ -2,9 +2,11 @@
 
     setup.sh        installs the wheel (no dependencies, no index) into source/grader-lib,
                     NumPy when it is missing, and makes source/ readable by root only
-    run_autograder  grades $ROOT/submission with the instructor's seed and always leaves
+    run_autograder  grades $ROOT/submission with the instructor's seed (from grader.json, never on a
+                    command line) behind the kernel's walls (it refuses to grade without them
+                    unless the zip was built --unconfined) and always leaves
                     $ROOT/results/results.json, also after a crash or a timeout
-    grader.json     the assignments, the seed, the time limits
+    grader.json     the assignments, the secret seed, the time limits, whether to grade unconfined
 
 Both scripts read ``AUTOGRADER_ROOT`` (default /autograder) and ``PYTHON`` (default
 python3), so a test runs them end to end in a temporary folder. The wheel is
@@ -45,10 +47,11 @@ RESULTS="$ROOT/results/results.json"
 mkdir -p "$ROOT/results"
 rm -f "$RESULTS"
 START=$(date +%s)
-read -r LIMIT TIMEOUT BUDGET IDS < <("$PY" -c "import json,sys; c=json.load(open(sys.argv[1])); print(c['limit'], c['timeout'], c['budget'], ' '.join(c['assignments']))" "$SRC/grader.json")
+read -r LIMIT TIMEOUT BUDGET WALLS IDS < <("$PY" -c "import json,sys; c=json.load(open(sys.argv[1])); print(c['limit'], c['timeout'], c['budget'], '--unconfined' if c.get('unconfined') else '--confined', ' '.join(c['assignments']))" "$SRC/grader.json")
+[ "$WALLS" = "--unconfined" ] || WALLS=""
 timeout -k 10 "$LIMIT" "$PY" -I -c "import sys; sys.path.insert(0, sys.argv.pop(1)); from minitransformer.cli import main; sys.exit(main(sys.argv[1:]))" "$SRC/grader-lib" \\
     homework check "$ROOT/submission" $IDS --seed-file "$SRC/grader.json" --timeout "$TIMEOUT" --budget "$BUDGET" \\
-    --json "$RESULTS" > "$ROOT/results/report.txt" 2>&1
+    $WALLS --json "$RESULTS" > "$ROOT/results/report.txt" 2>&1
 CODE=$?
 if [ ! -s "$RESULTS" ]; then
   printf '{"score": 0, "execution_time": %d, "visibility": "visible", "output": "The grader stopped before it could report (exit code %d: %s). Ask your instructor.", "tests": []}\\n' \\
@@ -81,13 +84,13 @@ def write_wheel(folder: Path, package_dir: Path = PACKAGE_DIR) -> Path:
     return path
 
 
-def build(ids, out, *, seed: int, timeout: float = 20.0, budget: float = 300.0) -> Path:
+def build(ids, out, *, seed: int, timeout: float = 20.0, budget: float = 300.0, unconfined: bool = False) -> Path:
     """The zip Gradescope takes: setup.sh, run_autograder, the wheel, grader.json."""
     assignments = select(ids)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     config = {"assignments": [a.id for a in assignments], "seed": seed, "timeout": timeout,
-              "budget": budget, "limit": int(budget + 120)}
+              "budget": budget, "limit": int(budget + 120), "unconfined": unconfined}
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
         wheel = write_wheel(Path(tmp))

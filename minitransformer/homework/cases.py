@@ -1,4 +1,4 @@
-"""The graded cases: what each assignment's docstring promises, drawn as inputs (parent side).
+"""The graded cases: what each assignment's docstring promises, drawn as inputs (trusted side).
 
 Every assignment has a tuple of named ``GradedCase``s (``CASES[assignment_id]``). The
 first is the main case: the rubric (homework/rubric.py) gives its forward and each of
@@ -20,39 +20,24 @@ inputs to the child, run the reference on copies, compare each tensor
 (homework/mistakes.diagnose_all with ``trial_inputs(...)``), and check the generic
 promises (``mistakes.dtype_message`` when ``case.dtype`` is float32,
 ``mistakes.mutation_message`` on the inputs and the upstream gradient after the
-call). ``run_pair`` / ``run_module`` below are the same evaluation in one process
+call). ``graded.run_pair`` / ``graded.run_module`` are the same evaluation in one process
 (``gradcheck FILE:F:B`` and the tests use them).
+
+The drawers draw the graded inputs from the seed: this file is left out of every
+student's copy and of the grader's child (homework/export.py, TRUSTED); a copy reads
+the same records without them (homework/graded.py, homework/expected.py).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Callable
+from dataclasses import replace
 
 import numpy as np
 
 from ..functional.embedding import ONE_HOT_MAX_V
-from .assignments import BY_ID, Check
-from .checks import (Case, draw_bct, draw_bhtd, draw_cross_entropy,
-                     draw_dropout, draw_embedding, draw_layernorm, draw_linear, draw_rmsnorm,
-                     draw_sinusoidal, draw_softmax, resolve)
-
-FLOAT64_TOL = 1e-7   # a correct float64 result is ~1e-12 off the reference; a bug ~1e-2 or more
-FLOAT32_TOL = 1e-4   # float32 keeps ~7 digits; a sum of a few hundred terms loses one or two
-
-
-@dataclass(frozen=True)
-class GradedCase:
-    assignment: str
-    name: str                       # as the report shows it
-    check: Check                    # which functions run (from the assignment table)
-    draw: Callable                  # rng -> checks.Case
-    tensors: tuple                  # what is compared: "out", "d<input>", "d<param>", "dmemory"
-    dtype: str = "float64"          # "float32": no numerical check; every result must stay float32
-    numerical: bool = True          # run the numerical gradient check (float64 cases only)
-
-
-def tolerance(case: GradedCase) -> float:
-    return FLOAT32_TOL if case.dtype == "float32" else FLOAT64_TOL
+from .assignments import BY_ID
+from .checks import (draw_bct, draw_bhtd, draw_cross_entropy, draw_dropout, draw_embedding, draw_layernorm,
+                     draw_linear, draw_rmsnorm, draw_sinusoidal, draw_softmax)
+from .graded import Case, GradedCase, build_module, new, resolve, run_module, run_pair
 
 
 # ------------------------------------------------------------------ drawers the checks lack
@@ -187,12 +172,6 @@ def draw_repeat_kv(rng, *, G=2, r=2):
 
 def _module_input(rng, B, T, C=8):
     return rng.standard_normal((B, T, C))
-
-
-def new(target: str, **kwargs) -> dict:
-    """A constructor argument that is an object (a position hook, a pattern, a BlockSpec): made on the
-    side that builds the Module (module_arguments), from plain values a case can store and send."""
-    return {"new": target, "kwargs": kwargs}
 
 
 def draw_mha(rng, *, rope=None, n_kv_head=None, cross=False, padding=False):
@@ -360,94 +339,26 @@ def by_name(name: str) -> GradedCase:
     raise KeyError(f"no graded case named {name!r}")
 
 
-# ------------------------------------------------------------------ in-process evaluation
+# ------------------------------------------------------------------ the reference on a drawn case
 def upstream_for(out, seed: int = 0):
-    """The random upstream gradient of a result (never all ones), in its dtype; 0-d for a loss."""
-    g = np.random.default_rng([seed, 7]).standard_normal(np.shape(out))
+    """The random upstream gradient of a result (never all ones), in its dtype; 0-d for a loss.
+    Drawn from the seed, so trusted side only."""
+    g = np.random.default_rng(np.random.SeedSequence([seed, 7])).standard_normal(np.shape(out))
     return g.astype(np.asarray(out).dtype)
-
-
-def _copies(inputs: dict) -> dict:
-    return {k: np.array(v, copy=True) for k, v in inputs.items()}
-
-
-def run_pair(case: Case, forward, backward, g=None, seed: int = 0) -> tuple[dict, object]:
-    """{"out": ..., "d<name>": ...} of a functional pair on copies of the case's inputs, and
-    the upstream gradient used (``g``, or drawn from the output). A forward-only check
-    (backward None) returns only "out"."""
-    out_cache = forward(**_copies(case.inputs), **case.kwargs)
-    if backward is None:
-        return {"out": out_cache}, None
-    out, cache = out_cache
-    g = upstream_for(out, seed) if g is None else g
-    grads = backward(np.array(g, copy=True), cache)
-    grads = grads if isinstance(grads, tuple) else (grads,)
-    wrt = case.wrt or tuple(k for k, v in case.inputs.items() if v.dtype.kind == "f")
-    result = {"out": out}
-    for i, name in enumerate(wrt):
-        result[f"d{name}"] = grads[i] if i < len(grads) else None
-    return result, g
-
-
-def module_arguments(case: Case, make) -> tuple:
-    """(args, kwargs) of a module case's constructor, ``ctor``, with every ``new(target, ...)`` in
-    them made by ``make(target, kwargs)`` (innermost first); a case with a ``spec`` passes
-    (BlockSpec(**spec),). ``make`` runs where the Module is built: this package's classes here,
-    the student's in the confined child (homework/evaluate.py)."""
-    def made(value):
-        if isinstance(value, dict) and set(value) == {"new", "kwargs"}:
-            return make(value["new"], made(value["kwargs"]))
-        if isinstance(value, dict):
-            return {k: made(v) for k, v in value.items()}
-        if isinstance(value, (tuple, list)):
-            return type(value)(made(v) for v in value)
-        return value
-    args, kwargs = case.kwargs["ctor"]
-    if "spec" in case.kwargs:
-        args = (made(new("layers.blocks:BlockSpec", **case.kwargs["spec"])),)
-    return made(tuple(args)), made(dict(kwargs))
-
-
-def build_module(cls, case: Case, package: str | None = None):
-    """The Module of a module case, ``cls(*args, **kwargs)`` (module_arguments), its objects made from
-    ``package``'s classes (this one by default)."""
-    package = package or __name__.split(".")[0]
-    args, kwargs = module_arguments(case, lambda target, kw: resolve(package, target)(**kw))
-    return cls(*args, **kwargs)
-
-
-def input_gradients(grads, cross: bool) -> dict:
-    """{"dx"} of a Module backward's result, or {"dx", "dmemory"} with cross-attention (which
-    returns the pair; a missing dmemory is None)."""
-    if not cross:
-        return {"dx": grads[0] if isinstance(grads, tuple) else grads}
-    grads = grads if isinstance(grads, tuple) else (grads, None)
-    return {"dx": grads[0], "dmemory": grads[1] if len(grads) > 1 else None}
-
-
-def run_module(module, case: Case, g=None, seed: int = 0) -> tuple[dict, object]:
-    """{"out", "dx", "dmemory" (cross), "d<param>"...} of a Module on copies of the case's inputs."""
-    module.zero_grad()
-    out = module.forward(**_copies(case.inputs))
-    g = upstream_for(out, seed) if g is None else g
-    grads = module.backward(np.array(g, copy=True))
-    result = {"out": out, **input_gradients(grads, "memory" in case.inputs)}
-    for name, _, grad in module.parameters():
-        result[f"d{name}"] = np.array(grad, copy=True)
-    return result, g
 
 
 def reference_results(graded: GradedCase, case: Case, seed: int = 0, package: str | None = None):
     """The reference's results on a drawn case, and the upstream gradient (parent side)."""
     package = package or __name__.split(".")[0]
     check = graded.check
+    upstream = lambda out: upstream_for(out, seed)                # noqa: E731  (drawn from the output's shape)
     if check.checker == "module":
-        return run_module(build_module(resolve(package, check.forward), case, package), case, seed=seed)
+        return run_module(build_module(resolve(package, check.forward), case, package), case, g=upstream)
     forward = resolve(package, check.forward)
     backward = resolve(package, check.backward) if check.backward else None
     if backward is None:
         return {"out": forward(**case.kwargs)}, None
-    return run_pair(case, forward, backward, seed=seed)
+    return run_pair(case, forward, backward, g=upstream)
 
 
 def trial_inputs(graded: GradedCase, case: Case, g, package: str | None = None) -> dict:

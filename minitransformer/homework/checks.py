@@ -1,40 +1,18 @@
-"""The input drawers of the graded cases, and the student's code in this process (``Local``).
+"""The input drawers of the graded cases: the trusted side, never in a student's copy.
 
 The graded cases (homework/cases.py) draw their inputs with the drawers below, from
-a generator seeded with the grading seed (the instructor's secret, or the public
-0): float64 arrays of small random shapes, each drawer for one kind of function.
-homework/evaluate.py runs the student's functions on them (in the confined child,
-homework/sandbox.py, or in-process with ``Local`` in a student's own copy) and the
-reference on copies, compares and diagnoses. Adding a graded case is a drawer and a
-line of cases.CASES; a diagnosis, an entry of the catalogue (homework/mistakes.py).
+a generator seeded with the grading seed (the instructor's 128-bit secret, or the
+public 0): float64 arrays of small random shapes, each drawer for one kind of
+function. A drawer replayed with guessed seeds finds the seed, so this file is left
+out of every student's copy and of the grader's child (homework/export.py, TRUSTED).
+Adding a graded case is a drawer and a line of cases.CASES; a diagnosis, an entry of
+the catalogue (homework/mistakes.py).
 """
 from __future__ import annotations
 
-import importlib
-import traceback
-from dataclasses import dataclass, field
-
 import numpy as np
 
-STUDENT = "minitransformer"
-REFERENCE = __name__.split(".")[0]
-
-
-@dataclass
-class Case:
-    inputs: dict                                 # name -> array (the differentiable ones are float64)
-    kwargs: dict = field(default_factory=dict)   # non-array arguments
-    wrt: tuple = ()                              # inputs backward returns gradients for, in order
-    factors: dict = field(default_factory=dict)  # label -> (value, hint) for "off by a factor"
-    masked: dict = field(default_factory=dict)   # tensor name -> bool array of masked entries
-
-
-def resolve(package: str, spec: str):
-    module, qualname = spec.split(":")
-    obj = importlib.import_module(f"{package}.{module}")
-    for part in qualname.split("."):
-        obj = getattr(obj, part)
-    return obj
+from .graded import Case
 
 
 # ------------------------------------------------------------------------ input drawers
@@ -151,64 +129,3 @@ DRAWERS = {"bct": draw_bct, "softmax": draw_softmax, "linear": draw_linear, "lay
            "dropout": draw_dropout, "attention": draw_attention, "bhtd": draw_bhtd,
            "sinusoidal": draw_sinusoidal, "causal_mask": draw_causal_mask, "mha": draw_mha,
            "block": draw_block}
-
-
-# ------------------------------------------------------------------------ a student in this process
-class Local:
-    """The student's own copy in this process (a student's local check): no confinement. The
-    same interface as the Sandbox: ``call`` answers the value and the arguments after the call,
-    an exception of the student's code comes back as sandbox.StudentError."""
-
-    def __init__(self):
-        self.echoed = []                 # the arguments of the last two calls (live: as they are now)
-
-    def function(self, spec):
-        fn = resolve(STUDENT, spec)
-
-        def local(*args, **kwargs):
-            return _student(fn, args, kwargs)
-        return local
-
-    def call(self, spec, args=(), kwargs=None) -> tuple:
-        return self.echo(resolve(STUDENT, spec), args, kwargs)
-
-    def echo(self, fn, args, kwargs) -> tuple:
-        args, kwargs = [_copy(a) for a in args], {k: _copy(v) for k, v in (kwargs or {}).items()}
-        value = _student(fn, args, kwargs)
-        self.echoed = (self.echoed + [(tuple(args), kwargs)])[-2:]
-        return value, tuple(_copy(a) for a in args), {k: _copy(v) for k, v in kwargs.items()}   # as after it
-
-    def again(self) -> tuple:
-        """(args, kwargs) of the call before the last, as they are now (the Sandbox's ``again``)."""
-        return self.echoed[0]
-
-    def module(self, spec, *args, **kwargs):
-        return LocalModule(_student(resolve(STUDENT, spec), args, kwargs), self)
-
-
-class LocalModule:
-    """A Module of the student's copy with the Sandbox's RemoteModule ``call``; anything else is
-    the Module's own (gradcheck.check_module takes it as it is)."""
-
-    def __init__(self, module, local: Local):
-        self.module, self.local = module, local
-
-    def __getattr__(self, name):
-        return getattr(self.module, name)
-
-    def call(self, name, args=(), kwargs=None) -> tuple:
-        return self.local.echo(getattr(self.module, name), args, kwargs)
-
-
-def _copy(value):
-    return np.array(value, copy=True) if isinstance(value, np.ndarray) else value
-
-
-def _student(fn, args, kwargs):
-    from .sandbox import StudentError
-    try:
-        return fn(*args, **kwargs)
-    except Exception as e:                   # noqa: BLE001 - the student's code: its result
-        frames = traceback.extract_tb(e.__traceback__)
-        where = f"{frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if frames else ""
-        raise StudentError({"type": type(e).__name__, "message": str(e), "where": where}) from None

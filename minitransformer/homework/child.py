@@ -1,29 +1,37 @@
 """The untrusted side of the grader: a small server inside the student's copy.
 
-homework/sandbox.py starts it as ``python -I -S -c <this file's text> CONFIG``; it
-needs only the standard library and NumPy and never imports the reference. In order:
+homework/sandbox.py starts it as ``python -I -S -c <wire.py's text, then this file's>
+CONFIG``; it needs only the standard library and NumPy and never imports the
+reference. In order:
 
     1. take the private channel (two pipe fds), cap what print() may write
-    2. import NumPy and the standard library the copy needs, while they are readable
-    3. set the limits (address space, CPU time, file size, no core)
-    4. on Linux, Landlock: the kernel lets this process read only the student's copy,
+    2. a network namespace of its own (unshare; in a user namespace when not root), while
+       the process still has one thread
+    3. import NumPy and the standard library the copy needs, while they are readable
+    4. set the limits (address space, CPU time, file size, no core, a few dozen open files)
+    5. on Linux, Landlock: the kernel lets this process read only the student's copy,
        NumPy and the standard library (not site-packages inside it), and create, write,
-       remove, connect, signal and trace nothing outside itself, irrevocably (the wall);
-       then drop to the unprivileged user when started as root, forbid new processes
-       and threads
-    5. install the audit hook (PEP 578), the same rules checked in Python, with a
+       remove nothing, irrevocably; then drop to the unprivileged user when started as
+       root, forbid new processes
+    6. seccomp: the syscall allow-list homework/walls.py builds (no socket at all, no
+       memfd, fallocate, ptrace, process_vm_*, new process or thread, namespace, mount,
+       io_uring, file opened to write ...), irrevocably
+    7. install the audit hook (PEP 578), the same rules checked in Python, with a
        message that names them (a tripwire: code in the process can reach past it,
        through NumPy's raw memory access if nothing else, never past the kernel)
-    6. sys.path = the student's copy + the standard library, then serve requests
+    8. sys.path = the student's copy + the standard library; say which walls stand (the
+       ready message: the parent refuses to grade behind fewer than it requires), serve
 
 A request names a function of the copy ("functional.norm:layernorm_forward"), a
 method of an object it returned, or one of the few helpers below; the reply holds
 arrays (.npy bytes) and, for anything else (a cache, a Module), a handle the
 parent can send back. With ``echo`` the reply also holds the call's arguments as they
 are after it, so the parent sees an input changed in place (the child compares
-nothing). The same encoding serves both directions (``encode`` /
-``decode``); the parent decodes the replies strictly: no pickle, numbers and
-arrays of plain dtypes only, bounded sizes.
+nothing). The parent decodes the replies strictly (homework/wire.py).
+
+``need`` turns each function of the assignments the graded one builds on (attention
+calls softmax) into a question to the parent, which answers it with the reference and
+sends back arrays only (homework/needs.py): no reference code ever enters this process.
 """
 import io
 import json
@@ -31,131 +39,11 @@ import os
 import struct
 import sys
 
-MAX_FRAME = 64 << 20          # bytes in one message
-MAX_HEADER = 1 << 20          # bytes of its JSON (the arrays travel as bytes beside it)
-MAX_ITEMS = 4096              # values in one message
+if __name__ != "__main__":        # imported by the parent; the child runs wire.py's text before this one
+    from .wire import Handle, Whole, apply_state, decode, encode, read_frame, write_frame
+
 KEPT = 4096                   # handles kept in the child before the oldest go
-DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-          "float16", "float32", "float64", "complex64", "complex128")   # never object, strings, records
-
-
-class Handle:
-    """An object that stays on the other side (a cache, a Module), named by a number."""
-
-    def __init__(self, id, type_name=""):
-        self.id, self.type_name = id, type_name
-
-    def __repr__(self):
-        return f"<{self.type_name or 'object'} #{self.id} in the student's process>"
-
-
-# ------------------------------------------------------------------ the wire: frames of JSON + .npy
-def write_frame(fd, header: dict, blobs: list) -> None:
-    head = json.dumps(dict(header, sizes=[len(b) for b in blobs])).encode()
-    body = struct.pack("<I", len(head)) + head + b"".join(blobs)
-    data = struct.pack("<Q", len(body)) + body
-    while data:
-        data = data[os.write(fd, data):]
-
-
-def _read_exact(fd, n: int, wait=None) -> bytes:
-    parts, left = [], n
-    while left:
-        if wait is not None:
-            wait()
-        chunk = os.read(fd, min(left, 1 << 20))
-        if not chunk:
-            raise EOFError("the other side closed the channel")
-        parts.append(chunk)
-        left -= len(chunk)
-    return b"".join(parts)
-
-
-def read_frame(fd, wait=None) -> tuple:
-    """(header, blobs); ValueError on anything malformed or oversized. The JSON header is bounded
-    before it is parsed (64 MB of "[{},{}..." is gigabytes of Python objects), and nesting too
-    deep for the parser is a malformed message, not the reader's crash."""
-    (n,) = struct.unpack("<Q", _read_exact(fd, 8, wait))
-    if n > MAX_FRAME or n < 4:
-        raise ValueError(f"a message of {n} bytes (at most {MAX_FRAME})")
-    body = _read_exact(fd, n, wait)
-    (h,) = struct.unpack("<I", body[:4])
-    if h > min(n - 4, MAX_HEADER):
-        raise ValueError(f"a message header of {h} bytes in a message of {n} (at most {MAX_HEADER})")
-    try:
-        header = json.loads(body[4:4 + h].decode())
-    except RecursionError as e:
-        raise ValueError("a message nested too deeply") from e
-    sizes = header.get("sizes") if isinstance(header, dict) else None
-    if not isinstance(sizes, list) or len(sizes) > MAX_ITEMS or \
-            not all(type(s) is int and s >= 0 for s in sizes) or 4 + h + sum(sizes) != n:
-        raise ValueError("a message whose sizes do not add up")
-    blobs, at = [], 4 + h
-    for s in sizes:
-        blobs.append(body[at:at + s])
-        at += s
-    return header, blobs
-
-
-def encode(value, blobs: list, keep):
-    """A JSON-able tree; arrays go to ``blobs``; ``keep(obj)`` -> Handle for anything else."""
-    import numpy as np
-    if value is None or type(value) in (bool, int, float, str):
-        return value
-    if isinstance(value, Handle):
-        return {"handle": value.id}
-    if isinstance(value, (np.ndarray, np.generic)) and np.asarray(value).dtype.name in DTYPES:
-        array = np.asarray(value)
-        blobs.append(array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes(order="C"))
-        return {"array": len(blobs) - 1, "dtype": array.dtype.name, "shape": list(array.shape)}
-    if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
-        return {"dtype": np.dtype(value).name}
-    if type(value) in (tuple, list):
-        return {"tuple": [encode(v, blobs, keep) for v in value]}
-    if type(value) is dict and all(type(k) is str for k in value):
-        return {"dict": {k: encode(v, blobs, keep) for k, v in value.items()}}
-    handle = keep(value)
-    return {"handle": handle.id, "type": handle.type_name}
-
-
-def decode(tree, blobs: list, lookup, depth: int = 0):
-    """The inverse of encode, strict: ValueError on any other shape; ``lookup(id, type)`` -> object."""
-    import numpy as np
-    if depth > 16:
-        raise ValueError("a value nested too deeply")
-    if tree is None or type(tree) in (bool, int, float, str):
-        return tree
-    if type(tree) is not dict or len(tree) not in (1, 2, 3):
-        raise ValueError(f"not a value: {str(tree)[:80]}")
-    if "array" in tree:
-        return _array(tree, blobs)
-    if "handle" in tree and type(tree["handle"]) is int:
-        return lookup(tree["handle"], str(tree.get("type", ""))[:80])
-    if "dtype" in tree and tree["dtype"] in ("float64", "float32", "float16", "int64"):
-        return np.dtype(tree["dtype"]).type
-    if "tuple" in tree and type(tree["tuple"]) is list:
-        return tuple(decode(v, blobs, lookup, depth + 1) for v in tree["tuple"])
-    if "dict" in tree and type(tree["dict"]) is dict:
-        return {str(k): decode(v, blobs, lookup, depth + 1) for k, v in tree["dict"].items()}
-    raise ValueError(f"not a value: {str(tree)[:80]}")
-
-
-def _array(tree, blobs):
-    """Raw little-endian bytes, a dtype named in DTYPES and a shape whose size matches them."""
-    import numpy as np
-    index, dtype, shape = tree.get("array"), tree.get("dtype"), tree.get("shape")
-    if type(index) is not int or not 0 <= index < len(blobs):
-        raise ValueError("an array index out of range")
-    if dtype not in DTYPES or type(shape) is not list or len(shape) > 32 or \
-            not all(type(n) is int and n >= 0 for n in shape):
-        raise ValueError(f"an array of dtype {str(dtype)[:20]}, shape {str(shape)[:40]}")
-    kind = np.dtype(dtype).newbyteorder("<")
-    size = 1
-    for n in shape:
-        size *= n
-    if size * kind.itemsize != len(blobs[index]):
-        raise ValueError("an array whose bytes do not match its shape")
-    return np.frombuffer(blobs[index], dtype=kind).astype(np.dtype(dtype)).reshape(shape)
+NOFILE = 32                   # open files: the channel, the output, an import at a time
 
 
 # ------------------------------------------------------------------ the confinement
@@ -179,22 +67,26 @@ class _CappedText(io.TextIOBase):
         return len(text)
 
 
-def _limits(config) -> None:
+def _limits(config) -> int:
+    """The rlimits; returns the open-file limit set (0 where there is none)."""
     try:
         import resource
         import signal
     except ImportError:                 # Windows: no rlimits
-        return
+        return 0
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)            # a full output file: an error, not death
     mb = config["memory_mb"] << 20
     vm = _current_vm()
     pairs = ((resource.RLIMIT_AS, vm + mb), (resource.RLIMIT_CPU, config["cpu_s"]),
-             (resource.RLIMIT_FSIZE, config["output_cap"]), (resource.RLIMIT_CORE, 0))
+             (resource.RLIMIT_FSIZE, config["output_cap"]), (resource.RLIMIT_CORE, 0),
+             (resource.RLIMIT_NOFILE, NOFILE))
     for which, value in pairs:
         try:
             resource.setrlimit(which, (value, value))
         except (ValueError, OSError):
             pass
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return soft if 0 < soft <= NOFILE else 0
 
 
 def _current_vm() -> int:
@@ -288,6 +180,40 @@ def landlock(roots) -> int:
     return abi
 
 
+# ------------------------------------------------------------------ no network, few syscalls
+CLONE_NEWNET, CLONE_NEWUSER = 0x40000000, 0x10000000
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+
+
+def network_namespace(root: bool) -> bool:
+    """A network namespace of this process's own (only a loopback, down): as root directly, else
+    inside a new user namespace where the kernel permits one. While the process has one thread."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        ctypes, libc = _syscall()
+        return libc.unshare(CLONE_NEWNET if root else CLONE_NEWUSER | CLONE_NEWNET) == 0
+    except (ImportError, OSError, AttributeError):
+        return False
+
+
+def seccomp(program: bytes) -> bool:
+    """Install the seccomp filter ``program`` (struct sock_filter bytes, homework/walls.py) for good;
+    False where it cannot be (no program for this machine, or the kernel refuses it)."""
+    if not program or not sys.platform.startswith("linux"):
+        return False
+    ctypes, libc = _syscall()
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+    code = ctypes.create_string_buffer(program, len(program))
+    fprog = SockFprog(len(program) // 8, ctypes.addressof(code))
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) or \
+            libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0):
+        return False
+    return True
+
+
 INSTALLED = ("site-packages", "dist-packages")     # where pip installs: the grader itself may be there
 
 
@@ -364,9 +290,14 @@ def install_hook(roots, search=(), refused=REFUSED + ("gc.get_",), write_flags=W
 
 
 # ------------------------------------------------------------------ the server
+ANSWERED = {"ValueError": ValueError, "TypeError": TypeError, "IndexError": IndexError, "KeyError": KeyError,
+            "PermissionError": PermissionError, "RuntimeError": RuntimeError}   # raised here as they were there
+
+
 class Server:
-    def __init__(self, package: str):
+    def __init__(self, package: str, rfd: int, wfd: int):
         self.package, self.objects, self.next_id = package, {}, 1
+        self.rfd, self.wfd, self.asked = rfd, wfd, 0
         self.echoed = []                 # the arguments of the last two echoed calls, as they are now
 
     def keep(self, obj) -> Handle:
@@ -425,30 +356,61 @@ class Server:
         for name, p, _ in handle.parameters():
             p[...] = params[name]
 
-    def op_install(self, pieces):
-        """Replace functions of the copy by the given source (the reference of the assignments
-        the graded one builds on); every name bound to the old function is rebound."""
+    def op_need(self, targets):
+        """Turn each ``[module, qualname]`` (a function, or a Class.method) of the copy into a question
+        to the parent (``ask``); every name bound to the old function is rebound."""
         import importlib
-        for module_name, qualname, source in pieces:
+        for module_name, qualname in targets:
             module = importlib.import_module(f"{self.package}.{module_name}")
-            namespace: dict = {}
-            exec(compile(source, f"<reference {module_name}:{qualname}>", "exec"), module.__dict__, namespace)
-            new = namespace[qualname.split(".")[-1]]
+            spec = f"{module_name}:{qualname}"
             if "." in qualname:
                 cls, method = qualname.split(".")
-                setattr(getattr(module, cls), method, new)
+                setattr(getattr(module, cls), method, self._needed(spec, method, owner=True))
                 continue
             old = getattr(module, qualname)
+            new = self._needed(spec, qualname, owner=False)
             for other in list(sys.modules.values()):
                 if getattr(other, "__name__", "").startswith(self.package + "."):
                     for key, value in list(vars(other).items()):
                         if value is old:
                             setattr(other, key, new)
 
-    def serve(self, rfd, wfd) -> None:
+    def _needed(self, spec, name, owner: bool):
+        if owner:
+            def needed(this, *args, **kwargs):
+                return self.ask(spec, args, kwargs, this)
+        else:
+            def needed(*args, **kwargs):
+                return self.ask(spec, args, kwargs)
+        needed.__name__ = needed.__qualname__ = name
+        return needed
+
+    def ask(self, spec, args, kwargs, owner=None):
+        """The parent's answer to a call of ``spec`` (a needed function), the arguments sent whole:
+        the value; generators and the owner (a Module answering for its method) brought to their
+        state after the call. An answer refused or failed raises here, in the student's call."""
+        self.asked += 1
+        whole, blobs = Whole(self.package), []
+        tree = whole.encode({"args": list(args), "kwargs": dict(kwargs), "owner": owner}, blobs)
+        write_frame(self.wfd, {"id": f"need-{self.asked}", "need": spec, "params": tree}, blobs)
+        header, blobs = read_frame(self.rfd)
+        if header.get("id") != f"need-{self.asked}":
+            raise RuntimeError("the grader's answer to a needed call came out of turn")
+        if "error" in header:
+            error = header["error"]
+            raise (RuntimeError if error.get("type") not in ANSWERED else ANSWERED[error["type"]])(
+                f"{spec.split(':')[1]} (answered by the grader, not your code): {error.get('message', '')}")
+        answer = Whole(self.package).decode(header["value"], blobs)
+        for generator, state in zip(whole.generators, answer["generators"]):
+            generator.bit_generator.state = state
+        if owner is not None:
+            apply_state(owner, answer["owner"])
+        return answer["value"]
+
+    def serve(self) -> None:
         while True:
             try:
-                header, blobs = read_frame(rfd)
+                header, blobs = read_frame(self.rfd)
             except EOFError:
                 return
             out: list = []
@@ -459,7 +421,7 @@ class Server:
             except BaseException as e:       # SystemExit and KeyboardInterrupt from graded code too
                 out = []
                 reply = {"id": header.get("id"), "error": describe(e)}
-            write_frame(wfd, reply, out)
+            write_frame(self.wfd, reply, out)
 
 
 def describe(e: BaseException) -> dict:
@@ -477,6 +439,7 @@ def main(config: dict) -> None:
     os.dup2(2, 1)                                       # the capped output file, as fd 2
     sys.stdin = open(os.devnull)
     sys.stdout = sys.stderr = _CappedText(2, config["output_cap"])
+    walls = {"netns": network_namespace(root=config.get("uid") is not None)}   # while one thread runs
     sys.path = [p for p in sys.path if p] + [config["numpy_site"]]
     import numpy                                        # noqa: F401  (while it is readable)
     for name in config["preload"]:
@@ -485,13 +448,18 @@ def main(config: dict) -> None:
         except BaseException:
             pass
     sys.path = [config["student"]] + [p for p in sys.path if p and p != config["numpy_site"]]
-    _limits(config)
+    walls["nofile"] = _limits(config)
     roots = read_roots(config["student"], os.path.dirname(numpy.__file__), sys.path[1:])
-    landlock(roots)                                     # before the drop: root can still open every root
+    try:
+        walls["landlock"] = landlock(roots)             # before the drop: root can still open every root
+    except OSError:
+        walls["landlock"] = 0
     _drop(config)
+    walls["user"] = "nobody" if config.get("uid") is not None else "the grader's own user"
+    walls["seccomp"] = seccomp(bytes.fromhex(config.get("seccomp") or ""))
     install_hook(roots, search=sys.path[1:])
-    write_frame(wfd, {"id": "ready", "value": os.getpid()}, [])
-    Server(config["package"]).serve(rfd, wfd)
+    write_frame(wfd, {"id": "ready", "value": os.getpid(), "walls": walls}, [])
+    Server(config["package"], rfd, wfd).serve()
 
 
 if __name__ == "__main__":

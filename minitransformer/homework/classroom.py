@@ -4,21 +4,37 @@ Submissions are graded ``jobs`` at a time, each in a worker process of this
 (trusted) installation that runs one child for the submission; a hanging
 submission costs its own time budget, once, and delays no other. A worker that
 dies (killed, out of memory) breaks the pool for the submissions in flight: they
-are graded again, each alone, and only one that kills its worker again is lost,
-with a note saying so; the gradebook is always written.
+are graded again, each alone, and one that kills its worker again is "not graded",
+with the reason; the gradebook is always written.
+
+Classmates are never collateral: a grade the grader could not compute (the disk
+full while staging, a worker killed twice, the child not walled in) is "not
+graded" with the reason in the student's JSON and in the gradebook, never 0, so the
+instructor re-runs exactly those.
+
+The output folder: refused when it holds anything unless ``force``, and then only
+what the previous run listed in its manifest (``MANIFEST``: the students' JSONs, the
+gradebook) is removed first, so no student's file from an earlier run stays beside
+the new ones looking current; other files are kept.
 """
 from __future__ import annotations
 
 import csv
 import json
+import os
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from .assignments import select
-from .grade import grade
-from .report import gradescope, printable
+from .grade import grade, not_graded
+from .report import OutError, gradescope, printable
 from .sandbox import Limits
+
+MANIFEST = ".minitransformer-gradebook"
+GRADEBOOK = "gradebook.csv"
+SEED_FILE = "seed.json"
+NOT_GRADED = "not graded"
 
 
 def submissions_in(folder) -> list:
@@ -27,12 +43,13 @@ def submissions_in(folder) -> list:
 
 
 def _grade_one(args) -> tuple:
-    submission, ids, limits, seed = args
+    submission, ids, limits, seed, unconfined = args
     notes: list = []
     try:
-        results = grade(submission, ids, limits=limits, seed=seed, notes=notes)
-    except Exception as e:                     # a folder we cannot stage: zero, said so
-        return submission.name, [], [f"could not grade: {type(e).__name__}: {e}"]
+        results = grade(submission, ids, limits=limits, seed=seed, notes=notes, unconfined=unconfined)
+    except Exception as e:                     # noqa: BLE001 - the grader's failure: not graded, said so
+        reason = f"the grader failed on this submission ({type(e).__name__}: {str(e)[:200]})"
+        return submission.name, [not_graded(a, reason) for a in select(ids)], notes
     return submission.name, results, notes
 
 
@@ -43,33 +60,79 @@ def cell(text: str) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@") else text
 
 
-def grade_class(folder, ids=(), out="gradebook", *, jobs: int = 1, limits: Limits = Limits(),
-                seed: int = 0, progress=None) -> Path:
-    """Grade every submission in ``folder``; write out/<student>.json and out/gradebook.csv."""
-    assignments = select(ids)
+def prepare_out(out, force: bool) -> Path:
+    """The output folder, empty or emptied of the previous run's own files (``force``); OutError
+    for a file in its place, a folder holding other things without ``force``, or one that cannot be made."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    tasks = [(s, [a.id for a in assignments], limits, seed) for s in submissions_in(folder)]
-    rows = {}
+    if out.exists() and not out.is_dir():
+        raise OutError(f"--out {out}: is a file; expected a folder for the students' JSONs and the gradebook")
+    if out.is_dir() and any(out.iterdir()):
+        if not force:
+            raise OutError(f"--out {out}: not empty; choose an empty folder, or --force to replace the files "
+                           "an earlier check-class wrote there (others are kept)")
+        manifest = out / MANIFEST
+        listed = manifest.read_text(encoding="utf-8").split("\n") if manifest.is_file() else []
+        for name in [n for n in listed if n and "/" not in n and n not in ("..", ".")] + [MANIFEST]:
+            (out / name).unlink(missing_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OutError(f"--out {out}: cannot create it ({e.strerror})") from None
+    return out
+
+
+def write_seed(out: Path, seed: int) -> str:
+    """The secret seed into out/seed.json, readable by its owner only (to grade the same inputs again:
+    --seed-file out/seed.json); the file's name."""
+    fd = os.open(out / SEED_FILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump({"seed": seed, "note": "the secret seed of the graded inputs: keep it from the students"}, f)
+        f.write("\n")
+    return SEED_FILE
+
+
+def grade_class(folder, ids=(), out="gradebook", *, jobs: int = 1, limits: Limits = Limits(), seed: int = 0,
+                progress=None, force: bool = False, unconfined: bool = False, write_seed_file: bool = False) -> Path:
+    """Grade every submission in ``folder``; write out/<student>.json and out/gradebook.csv (and,
+    with ``write_seed_file``, the seed: out/seed.json)."""
+    assignments = select(ids)
+    out = prepare_out(out, force)
+    tasks = [(s, [a.id for a in assignments], limits, seed, unconfined) for s in submissions_in(folder)]
+    rows, written = {}, [write_seed(out, seed)] if write_seed_file else []
 
     def record(name, results, notes):
         report = gradescope(results, notes)
-        (out / f"{name}.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-        by_id = {r["id"]: r for r in results}
-        rows[name] = ([cell(name)] + [by_id[a.id]["score"] if a.id in by_id else 0 for a in assignments]
-                      + [report["score"], cell("; ".join(notes)[:300])])
+        try:
+            (out / f"{name}.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+            written.append(f"{name}.json")
+        except OSError as e:
+            notes = notes + [f"could not write {name}.json ({e.strerror})"]
+        rows[name] = _row(name, results, notes, assignments, report["score"])
         if progress:
             progress(name, report)
 
     for task in _in_pool(tasks, jobs, record):      # their worker died: again, each alone
         if _in_pool([task], 1, record):
-            record(task[0].name, [], ["could not grade: the grading process died twice "
-                                      "(killed, or out of memory)"])
-    with open(out / "gradebook.csv", "w", newline="", encoding="utf-8") as f:
+            reason = "the grading process died twice (killed, or out of memory)"
+            record(task[0].name, [not_graded(a, reason) for a in assignments], [])
+    with open(out / GRADEBOOK, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(["student"] + [a.id for a in assignments] + ["total", "notes"])
         writer.writerows(rows[task[0].name] for task in tasks)
-    return out / "gradebook.csv"
+    (out / MANIFEST).write_text("\n".join(written + [GRADEBOOK]) + "\n", encoding="utf-8")
+    return out / GRADEBOOK
+
+
+def _row(name, results, notes, assignments, total) -> list:
+    """A gradebook row: a score per assignment ("not graded" where none could be computed), the
+    total, and the notes: what was not graded and why, how it was confined, what was ignored."""
+    by_id = {r["id"]: r for r in results}
+    scores = [by_id[a.id]["score"] if a.id in by_id else None for a in assignments]
+    said = [f"{NOT_GRADED}: {r['id']}: {r['message'].removeprefix('not graded: ')}" for r in results
+            if r["score"] is None]
+    said += sorted({r["confinement"] for r in results if r.get("confinement")})
+    return ([cell(name)] + [NOT_GRADED if s is None else s for s in scores]
+            + [NOT_GRADED if total is None else total, cell("; ".join(said + notes)[:600])])
 
 
 def _in_pool(tasks, jobs: int, record) -> list:

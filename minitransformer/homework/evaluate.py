@@ -6,8 +6,9 @@ For every graded case of the assignment and every drawn example:
     student     the student's functions run on them (in the confined child, or in-process in
                 a student's own copy) and send back their results and their arguments as they
                 are after the call
-    reference   the reference's results on the same inputs (this installation's, or, in a
-                student's copy, the public seed's stored ones: homework/expected.py)
+    reference   the reference's results on the same inputs (this installation's:
+                homework/reference.py, trusted side; or, in a student's copy, the public
+                seed's stored ones: homework/expected.py)
     compare     each tensor within the case's tolerance (diagnose.compare)
     diagnose    each wrong tensor with the catalogue (mistakes.diagnose_all), its variants
                 computed here from the same inputs
@@ -21,7 +22,7 @@ example of each pair's (or Module's) main case and is shown, not scored.
 A ``student`` offers ``call(spec, args, kwargs)`` -> (value, args after, kwargs after),
 ``again()`` -> (args, kwargs) of the call before the last as they are now,
 ``function(spec)`` and ``module(spec, *args, **kwargs)`` (its ``call(method, args,
-kwargs)`` the same echo): the Sandbox, or checks.Local.
+kwargs)`` the same echo): the Sandbox, or graded.Local.
 """
 from __future__ import annotations
 
@@ -32,39 +33,15 @@ import numpy as np
 
 from ..gradcheck import check_module, check_pair
 from .assignments import BY_ID
-from .cases import (CASES, build_module, input_gradients, module_arguments, reference_results, run_module,
-                    tolerance, trial_inputs)
-from .checks import REFERENCE, resolve
 from .diagnose import Row, compare
-from .mistakes import diagnose_all, dtype_message, mutation_message
+from .graded import REFERENCE, case_table, input_gradients, module_arguments, resolve, tolerance
+from .mistakes import dtype_message, mutation_message
 from .rubric import UNCHANGED, score
 from .sandbox import ChildGone, StudentError
 
 RAISED, DTYPE, PARAMS = "raised", "dtype", "d(parameters)"
 NOT_PARAMETERS = ("out", "dx", "dmemory", RAISED, DTYPE, UNCHANGED)
 NAN = float("nan")
-
-
-class Computed:
-    """The reference of this installation: inputs drawn from the seed, results computed here."""
-
-    examples = None                   # as many as asked
-
-    def case(self, graded, index: int, example: int, seed: int):
-        """(case, reference results, upstream gradient, a Module's initial parameters or None)."""
-        case = graded.draw(np.random.default_rng([seed, index, example]))
-        if graded.check.checker != "module":
-            ref, g = reference_results(graded, case, seed=seed + example)
-            return case, ref, g, None
-        module = build_module(resolve(REFERENCE, graded.check.forward), case, REFERENCE)
-        state = {name: np.array(p, copy=True) for name, p, _ in module.parameters()}
-        ref, g = run_module(module, case, seed=seed + example)
-        return case, ref, g, state
-
-    def diagnose(self, graded, index, example, case, g, student, ref) -> dict:
-        return diagnose_all(graded.assignment, trial_inputs(graded, case, g), student, ref,
-                            function=stem(graded), tol=tolerance(graded), factors=case.factors,
-                            masked=case.masked)
 
 
 def stem(graded) -> str:
@@ -96,7 +73,7 @@ def _student_pair(student, graded, case, g):
     results = {"out": out}
     for i, name in enumerate(_wrt(case)):
         results[f"d{name}"] = grads[i] if i < len(grads) else None
-    return results, (after, student.again()[1]), args_after[0], None
+    return results, (after, student.again()[1]), _first(args_after), None
 
 
 def _student_module(student, graded, case, g, state):
@@ -111,7 +88,13 @@ def _student_module(student, graded, case, g, state):
     results = {"out": out, **input_gradients(grads, "memory" in case.inputs)}
     for name, _, grad in module.parameters():
         results[f"d{name}"] = grad
-    return results, (after, student.again()[1]), args_after[0], None, module
+    return results, (after, student.again()[1]), _first(args_after), None, module
+
+
+def _first(echoed: tuple):
+    """The first argument as the child echoed it back, or None when it sent none back (an echo the
+    student's code emptied: then it cannot be shown unchanged)."""
+    return echoed[0] if echoed else None
 
 
 def _is_array(value) -> bool:
@@ -211,11 +194,36 @@ def error_text(e: StudentError) -> str:
 
 
 # ------------------------------------------------------------------ the numerical check
+class _InputOnly:
+    """A Module seen by check_module with its input only: a Module assignment's forward is given (its
+    backward is the target), so the numerical derivative of each parameter would repeat the
+    comparison of that gradient with the reference's, at a whole forward per coordinate (in the
+    grader each one a round of questions to the parent, homework/needs.py)."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def forward(self, *inputs, **kwargs):
+        return self.module.forward(*inputs, **kwargs)
+
+    def backward(self, dout):
+        return self.module.backward(dout)
+
+    def zero_grad(self):
+        self.module.zero_grad()
+
+    def parameters(self):
+        return iter(())
+
+    def named_modules(self):
+        return []
+
+
 def _numerical(tally, graded, case, student, module, seed) -> None:
     check = graded.check
     try:
         if check.checker == "module":
-            num = check_module(module, case.inputs["x"].copy(), seed=seed, max_coords=16, tol=1e-6)
+            num = check_module(_InputOnly(module), case.inputs["x"].copy(), seed=seed, max_coords=16, tol=1e-6)
         else:
             num = check_pair(student.function(check.forward), student.function(check.backward),
                              {k: np.array(v, copy=True) for k, v in case.inputs.items()},
@@ -238,7 +246,7 @@ def _runs_numerical(graded) -> bool:
     """On the first float64 case of each pair or Module (the check is shown, not scored)."""
     if graded.dtype != "float64" or not graded.numerical or graded.check.checker == "function":
         return False
-    return next(g for g in CASES[graded.assignment] if g.check == graded.check) is graded
+    return next(g for g in case_table()[graded.assignment] if g.check == graded.check) is graded
 
 
 # ------------------------------------------------------------------ one case, one assignment
@@ -280,9 +288,11 @@ def run(assignment_id: str, student, *, seed: int = 0, examples: int = 3, refere
     the grader; an exception of the student's code costs the case it happened in.
     """
     assignment = BY_ID[assignment_id]
-    reference = reference or Computed()
+    if reference is None:
+        from .reference import Computed          # the trusted side: never in a student's copy
+        reference = Computed()
     tally = Tally()
-    for index, graded in enumerate(CASES[assignment_id]):
+    for index, graded in enumerate(case_table()[assignment_id]):
         try:
             grade_case(tally, graded, index, student, reference, seed, examples)
         except ChildGone:
@@ -298,7 +308,7 @@ def _record(assignment, tally, earned, rubric) -> dict:
     result = {"id": assignment.id, "max_score": assignment.points, "score": earned, "status": "ok",
               "message": "", "rows": [], "rubric": rubric}
     errors = [e for _, e in tally.errors]
-    n_cases = len(CASES[assignment.id])
+    n_cases = len(case_table()[assignment.id])
     if len(errors) == n_cases and all(e.type == "NotImplementedError" for e in errors):
         result.update(status="not implemented", message=error_text(errors[0]), score=0.0)
         return result
@@ -308,7 +318,7 @@ def _record(assignment, tally, earned, rubric) -> dict:
     if errors:
         result["message"] = error_text(errors[0]) + (f" (and {len(errors) - 1} more case(s) raised)"
                                                      if len(errors) > 1 else "")
-    modules = {g.name for g in CASES[assignment.id] if g.check.checker == "module"}
+    modules = {g.name for g in case_table()[assignment.id] if g.check.checker == "module"}
     rows = _collapse_parameters(tally.rows, modules) + list(tally.numerical.values())
     result["rows"] = [r.to_dict() for r in rows]
     return result

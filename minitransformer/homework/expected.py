@@ -1,108 +1,130 @@
-"""The public seed's expected results, stored in a student's copy for the local check.
+"""The public seed's numbers, stored in a student's copy for its local check; the copy's mark.
 
-A student's copy has no reference: its assignments' bodies are stubs, then the
-student's own code. So the export, which runs with the reference, stores for the
-public seed 0 and each graded case (homework/cases.py) one drawn example: the
-inputs, the reference's results, the upstream gradient, a Module's weights, and
-every catalogue variant of the case (homework/mistakes.py: what each known mistake
-computes on those inputs). ``homework check . ID`` run in the copy then grades the
-student's code exactly as the grader does (homework/evaluate.py: the same cases,
-comparison, diagnoses, promises and rubric), reading these instead of computing
-them. Numbers only: no reference code enters the copy.
+A student's copy has no reference, no input drawer and no catalogue code: its
+assignments' bodies are stubs, then the student's own code, and what computes or
+draws graded values stays on the trusted side (homework/export.py, TRUSTED). So the
+export, which runs with the reference, stores for the public seed 0 and each graded
+case one drawn example: the inputs, the reference's results, the upstream gradient, a
+Module's weights, and what every catalogue mistake computes on those inputs
+(homework/reference.py, ``write_expected``); with them, the records of the cases and
+of the catalogue without their code. ``homework check . ID`` run in the copy then
+checks the student's code the way the grader does (homework/evaluate.py: the same
+cases, comparison, diagnoses, promises and rubric), reading these numbers instead of
+computing them. Numbers only: no reference code enters the copy. It is a local check,
+not a grade: the grader draws other inputs from a secret seed.
 
-    write(package_dir, ids)     at export, into package_dir/homework/expected.npz + .json
-    in_student_copy(package)    whether a package folder is such a copy (it has the file)
-    Stored()                    the reference evaluate.run takes in a student's copy
+    in_student_copy(package)  whether a package folder is a student's copy (its mark, MARKER)
+    Stored()                  the reference evaluate.run takes in a student's copy
+    stored_cases()            the copy's graded cases (graded.GradedCase, no drawer)
+    stored_catalogue()        the copy's catalogue (mistakes.Mistake: stored variants, predicates)
 """
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
-from .cases import CASES, tolerance, trial_inputs
-from .checks import Case
-from .mistakes import _variants, diagnose_all, entries
+from .graded import Case, GradedCase, tolerance
 
 PUBLIC_SEED = 0
 HERE = Path(__file__).resolve().parent
 NAME = "expected"
+MARKER = "copy.json"             # written by the export: a student's copy, and its assignments
 
 
 def in_student_copy(package_dir: Path | None = None) -> bool:
+    """Whether the package at ``package_dir`` (default: this one) is a student's copy."""
     folder = (Path(package_dir) / "homework") if package_dir else HERE
-    return (folder / f"{NAME}.npz").is_file()
+    return (folder / MARKER).is_file()
+
+
+def copy_assignments(package_dir: Path | None = None) -> list:
+    """The assignments a student's copy was exported with (its mark); [] elsewhere."""
+    folder = (Path(package_dir) / "homework") if package_dir else HERE
+    try:
+        marker = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    found = marker.get("assignments") if isinstance(marker, dict) else None
+    return [a for a in found if isinstance(a, str)] if isinstance(found, list) else []
+
+
+def write_marker(package_dir: Path, ids) -> None:
+    """Mark the package at ``package_dir`` as a student's copy of the assignments ``ids``."""
+    marker = {"kind": "a student's copy (homework export): the grader never runs from it",
+              "assignments": list(ids), "public_seed": PUBLIC_SEED}
+    (Path(package_dir) / "homework" / MARKER).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
 
 
 # ------------------------------------------------------------------ JSON for the non-array options
-def _plain(value):
+def plain(value):
+    """``value`` as JSON can hold it (dtypes and tuples tagged), for ``unplain``."""
     if isinstance(value, type) and issubclass(value, np.generic):
         return {"__dtype__": np.dtype(value).name}
     if isinstance(value, tuple):
-        return {"__tuple__": [_plain(v) for v in value]}
+        return {"__tuple__": [plain(v) for v in value]}
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: plain(v) for k, v in value.items()}
     if isinstance(value, np.generic):
         return value.item()
     return value
 
 
-def _unplain(value):
+def unplain(value):
     if isinstance(value, dict) and "__dtype__" in value:
         return np.dtype(value["__dtype__"]).type
     if isinstance(value, dict) and "__tuple__" in value:
-        return tuple(_unplain(v) for v in value["__tuple__"])
+        return tuple(unplain(v) for v in value["__tuple__"])
     if isinstance(value, dict):
-        return {k: _unplain(v) for k, v in value.items()}
+        return {k: unplain(v) for k, v in value.items()}
     return value
 
 
-# ------------------------------------------------------------------ written at export
-def _entry(graded, index, arrays: dict) -> dict:
-    from .evaluate import Computed, stem
-    case, ref, g, state = Computed().case(graded, index, 0, PUBLIC_SEED)
-    key = f"{graded.assignment}/{index}"
-    plain = {k: v for k, v in case.kwargs.items() if not isinstance(v, np.ndarray)}
-    for group, values in (("in", case.inputs), ("kw", {k: v for k, v in case.kwargs.items() if k not in plain}),
-                          ("ref", {k: v for k, v in ref.items() if v is not None}), ("state", state or {}),
-                          ("masked", case.masked)):
-        for name, value in values.items():
-            arrays[f"{key}/{group}/{name}"] = np.asarray(value)
-    if g is not None:
-        arrays[f"{key}/g"] = np.asarray(g)
-    cache: dict = {}
-    inputs = trial_inputs(graded, case, g)
-    for mistake in entries(graded.assignment, stem(graded)):
-        if mistake.variant is not None:
-            for tensor, value in _variants(mistake, inputs, cache).items():
-                if value is not None:
-                    arrays[f"{key}/var/{mistake.name}/{tensor}"] = np.asarray(value)
-    return {"name": graded.name, "kwargs": _plain(plain), "wrt": list(case.wrt), "variants": sorted(cache),
-            "factors": {k: list(v) for k, v in case.factors.items()},
-            "groups": {group: [n for n in values] for group, values in
-                       (("in", case.inputs), ("state", state or {}), ("masked", case.masked),
-                        ("ref", {k: v for k, v in ref.items() if v is not None}))}}
+# ------------------------------------------------------------------ the records, read in a copy
+@lru_cache(maxsize=4)
+def _table(folder: Path = HERE) -> dict:
+    data = json.loads((folder / f"{NAME}.json").read_text(encoding="utf-8"))
+    return data["assignments"]
 
 
-def write(package_dir: Path, ids) -> None:
-    """The public seed's expectations of the assignments ``ids`` into the copy's package folder."""
-    arrays, table = {}, {}
-    for a in ids:
-        table[a] = [_entry(graded, i, arrays) for i, graded in enumerate(CASES[a])]
-    folder = Path(package_dir) / "homework"
-    np.savez_compressed(folder / f"{NAME}.npz", **arrays)
-    (folder / f"{NAME}.json").write_text(json.dumps(table) + "\n", encoding="utf-8")
+@lru_cache(maxsize=4)
+def stored_cases(folder: Path = HERE) -> dict:
+    """assignment id -> its GradedCases as the copy stores them (``draw`` None)."""
+    from .assignments import Check
+    table = {}
+    for a, stored in _table(folder).items():
+        table[a] = tuple(GradedCase(a, c["name"], Check(**dict(c["check"], options=unplain(c["check"]["options"]))),
+                                    None, tuple(c["tensors"]), c["dtype"], c["numerical"]) for c in stored["cases"])
+    return table
 
 
-# ------------------------------------------------------------------ read in a student's copy
+def stored_catalogue(folder: Path = HERE) -> tuple:
+    """The catalogue as the copy stores it: each entry's variants are stored numbers (Stored.diagnose
+    hands them over), its predicate one of mistakes_match.MATCHES."""
+    from .mistakes import Mistake
+    from .mistakes_match import MATCHES
+    found = []
+    for a, stored in _table(folder).items():
+        for m in stored["catalogue"]:
+            found.append(Mistake(a, m["function"], m["name"], tuple(m["tensors"]), m["message"],
+                                 variant=_not_stored if m["variant"] else None, match=MATCHES.get(m["match"])))
+    return tuple(found)
+
+
+def _not_stored(inputs) -> dict:
+    """A variant whose numbers the copy does not hold for these inputs: it explains nothing."""
+    return {}
+
+
 class Stored:
     """evaluate.run's reference in a student's copy: the stored example of each case."""
 
     examples = 1
 
     def __init__(self, folder: Path = HERE):
-        self.table = json.loads((folder / f"{NAME}.json").read_text(encoding="utf-8"))
+        self.table = _table(folder)
         self.arrays = np.load(folder / f"{NAME}.npz", allow_pickle=False)
 
     def has(self, assignment_id: str) -> bool:
@@ -112,11 +134,11 @@ class Stored:
         return {n: self.arrays[f"{key}/{group}/{n}"] for n in names}
 
     def case(self, graded, index, example, seed):
-        entry, key = self.table[graded.assignment][index], f"{graded.assignment}/{index}"
+        entry, key = self.table[graded.assignment]["cases"][index], f"{graded.assignment}/{index}"
         if entry["name"] != graded.name:
             raise KeyError(f"the stored expectations do not match the graded case {graded.name!r}: "
                            "export the copy again")
-        kwargs = _unplain(entry["kwargs"])
+        kwargs = unplain(entry["kwargs"])
         kwargs.update({k[len(key) + 4:]: self.arrays[k] for k in self.arrays.files if k.startswith(f"{key}/kw/")})
         groups = entry["groups"]
         case = Case(self._group(key, "in", groups["in"]), kwargs, wrt=tuple(entry["wrt"]),
@@ -129,7 +151,8 @@ class Stored:
 
     def diagnose(self, graded, index, example, case, g, student, ref) -> dict:
         from .evaluate import stem
-        key, entry = f"{graded.assignment}/{index}", self.table[graded.assignment][index]
+        from .mistakes import diagnose_all
+        key, entry = f"{graded.assignment}/{index}", self.table[graded.assignment]["cases"][index]
         variants = {name: {} for name in entry["variants"]}
         prefix = f"{key}/var/"
         for k in self.arrays.files:

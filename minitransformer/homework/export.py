@@ -7,8 +7,17 @@ lines of the source text are rewritten: everything else stays byte-identical.
 
 No solution stays in the copy: besides the targets, the code that computes them all
 the same (assignments.EQUIVALENTS) is stubbed, and the speed wing (``fast/``) is
-left out. Also written: HOMEWORK.md (the handout), starter_<id>.py per
-assignment (jupytext percent format), and a manifest of every file written.
+left out. Nothing secret stays either: the trusted side of homework/ (``TRUSTED``:
+the input drawers, the catalogue whose variants re-implement the reference, the
+reference's own grading code, the instructor's commands) is left out; the copy
+checks itself with stored numbers (homework/expected.py) and carries a mark
+(homework/copy.json) by which the grader refuses to run from it. Also written:
+HOMEWORK.md (the handout), starter_<id>.py per assignment (jupytext percent
+format), and a manifest of every file written.
+
+``pristine(dest)`` is the grader's own copy, over which a submission's bodies are
+laid (homework/submission.py): every assignment stubbed, and nothing but the math
+and the layers the student's code may call (no homework/, no lectures, no speed wing).
 
 An export never deletes what it did not write: a non-empty ``out`` is refused
 (``ExportError``) unless ``force``, and then only files of the previous export's
@@ -19,18 +28,25 @@ run in it puts them where the handout points.
 from __future__ import annotations
 
 import ast
+import io
 import re
 import shutil
 from pathlib import Path
 
-from .assignments import EQUIVALENTS, select
-from .expected import in_student_copy
-from .expected import write as write_expected
+from .assignments import ASSIGNMENTS, EQUIVALENTS, select
+from .expected import in_student_copy, write_marker
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 MANIFEST = ".minitransformer-export"
 SPEED_WING = "fast"
+# The trusted side of homework/: what draws graded inputs (cases, checks), re-implements the
+# reference (the catalogue's variants), computes expected results (reference) or grades a class
+# (classroom, autograder). Never in a student's copy, never where the student's code runs.
+TRUSTED = ("cases.py", "checks.py", "mistakes_functional.py", "mistakes_modules.py", "reference.py",
+           "classroom.py", "autograder.py")
+# What the grader's pristine copy leaves out besides: the student's code never needs them.
+NOT_STAGED = ("homework", "lectures", SPEED_WING)
 
 
 class ExportError(Exception):
@@ -59,11 +75,18 @@ def stub_source(source: str, qualname: str, message: str = "implement me") -> st
     """``source`` with the body of ``qualname`` replaced by a NotImplementedError stub."""
     func = _find(ast.parse(source), qualname)
     start, end = body_span(func)
-    lines = source.splitlines(keepends=True)
+    lines = source_lines(source)
     indent = re.match(r"[ \t]*", lines[func.body[0].lineno - 1]).group(0)
     name = qualname.split(".")[-1] if "." not in qualname else qualname
     stub = f'{indent}raise NotImplementedError("{name}: {message}")\n'
     return "".join(lines[:start]) + stub + "".join(lines[end:])
+
+
+def source_lines(source: str) -> list:
+    """``source`` split into lines as Python's tokenizer counts them (the line numbers of ``ast``):
+    at \\n, \\r\\n and \\r only, never at U+2028, a form feed or the other breaks
+    ``str.splitlines`` knows; each line keeps its end."""
+    return io.StringIO(source, newline="").readlines()
 
 
 def _stub_all(dest: Path, targets: dict) -> None:
@@ -93,6 +116,33 @@ def strip_speed_code(dest: Path) -> None:
     shutil.rmtree(dest / SPEED_WING, ignore_errors=True)
 
 
+def strip_trusted(dest: Path) -> None:
+    """Leave out the trusted side of homework/ (``TRUSTED``) and any numbers a copy stores."""
+    for name in TRUSTED:
+        (dest / "homework" / name).unlink(missing_ok=True)
+
+
+def _stubbed(assignments) -> dict:
+    """Target -> the stub's message: the assignments' targets and the code that computes them all
+    the same (EQUIVALENTS)."""
+    targets = {t: "implement me" for a in assignments for t in a.targets}
+    for a in assignments:
+        for t in EQUIVALENTS.get(a.id, ()):
+            targets.setdefault(t, f"computes the {a.id} assignment; left out of the student's copy")
+    return targets
+
+
+def pristine(dest: Path, package_dir: Path = PACKAGE_DIR) -> Path:
+    """The grader's copy of the package in ``dest``: every assignment stubbed (a submission's bodies
+    are laid over it), without homework/, the lectures and the speed wing. Returns ``dest``."""
+    def ignored(folder, names):
+        top = Path(folder) == Path(package_dir)
+        return [n for n in names if n == "__pycache__" or n.endswith(".pyc") or (top and n in NOT_STAGED)]
+    shutil.copytree(package_dir, dest, ignore=ignored)
+    _stub_all(dest, _stubbed(ASSIGNMENTS))
+    return dest
+
+
 def _check_out(out: Path, force: bool) -> set:
     """The files a previous export wrote (to remove if not rewritten); ExportError on foreign content."""
     if not out.exists() or not any(out.iterdir()):
@@ -109,7 +159,7 @@ def export(ids, out, *, with_solutions: bool = False, package_dir: Path = PACKAG
     """Copy the package into ``out``/minitransformer, stub the chosen assignments, write the handout.
 
     A student's copy also gets the public seed's expected results (homework/expected.py), for
-    its local check; ``expectations=False`` leaves them out (the grader's own pristine copy)."""
+    its local check, and the mark of a copy; ``expectations=False`` leaves the numbers out."""
     assignments = select(ids)
     out = Path(out)
     previous = _check_out(out, force)
@@ -119,22 +169,21 @@ def export(ids, out, *, with_solutions: bool = False, package_dir: Path = PACKAG
     _copy_lectures(package_dir, dest)
     if not with_solutions:
         strip_speed_code(dest)
-        targets = {t: "implement me" for a in assignments for t in a.targets}
-        for a in assignments:
-            for t in EQUIVALENTS.get(a.id, ()):
-                targets.setdefault(t, f"computes the {a.id} assignment; left out of the student's copy")
-        _stub_all(dest, targets)
+        strip_trusted(dest)
+        _stub_all(dest, _stubbed(assignments))
         if expectations and not in_student_copy(package_dir):
+            from .reference import write_expected            # the trusted side computes the numbers
             write_expected(dest, [a.id for a in assignments])
             from ..trace.compare import write_reference        # the reference trace's numbers (docs/trace.md)
             write_reference(dest, assignments)
+        write_marker(dest, [a.id for a in assignments])
     (out / "HOMEWORK.md").write_text(handout(assignments, package_dir), encoding="utf-8")
     for a in assignments:
         (out / f"starter_{a.id}.py").write_text(starter(a, package_dir), encoding="utf-8")
     written = {p.relative_to(out).as_posix() for p in out.rglob("*")
                if p.is_file() and (p.parent == out and p.name in _top_files(assignments) or
                                    p.is_relative_to(dest) and _from_package(p, dest, package_dir)
-                                   or p.parent == dest / "homework" and p.stem == "expected"
+                                   or p.parent == dest / "homework" and p.stem in ("expected", "copy")
                                    and not with_solutions)}
     for stale in previous - written:
         path = out / stale
@@ -182,8 +231,9 @@ def handout(assignments, package_dir: Path) -> str:
              "`raise NotImplementedError` line with the body. Work in this folder: every command below",
              "runs here.\n",
              "- Check an assignment: `python -m minitransformer homework check . ID` (or run",
-             "  `starter_ID.py`, also as a notebook) grades your code as the grader does: the same cases,",
-             "  tolerance, diagnoses and rubric, with the public seed 0 (your instructor's seed is secret).",
+             "  `starter_ID.py`, also as a notebook) is your local check, not your grade: it checks your code",
+             "  as the grader does (the same cases, tolerance, diagnoses and rubric) on the public seed 0's",
+             "  numbers stored in this copy; your instructor grades other inputs, drawn from a secret seed.",
              "- Hand in the files you edited (each page names them); only the bodies of the assigned",
              "  functions are graded.",
              "- The lectures named below: `python -m minitransformer lectures --out lectures` copies them here.\n"]

@@ -1,11 +1,13 @@
 """Grade a submission: the trusted parent, one untrusted child per submission.
 
-    stage        the submission's target bodies laid over a pristine student copy
+    stage        the submission's target bodies laid over the grader's pristine copy
                  (homework/submission.py); nothing of the submission runs here
-    start        one child for the submission (homework/sandbox.py): python -I -S,
-                 its own session, limits, an unprivileged user when we are root
+    start        one child for the submission (homework/sandbox.py): python -I -S, its own
+                 session, the kernel's walls (homework/walls.py), ``nobody`` when we are root
     per assignment, each after the ones it needs (assignments.grading_order):
-        install  the reference bodies of the assignments it needs into the child
+        need     the child turns the functions of the assignments it builds on into
+                 questions to this process, answered with the reference, arrays only
+                 (homework/needs.py): no reference code enters the child
         check    each graded case: draw inputs here, call the student's functions there,
                  compare, diagnose and score here (homework/evaluate.py)
     end          the child's process group killed; the caller writes the results
@@ -14,35 +16,33 @@ A timeout or a dead child costs the assignment it happened in: the child is
 killed and the next assignment starts a fresh one. ``Limits.timeout`` bounds
 one assignment, ``Limits.budget`` the whole submission, so a submission that
 hangs everywhere costs its budget once.
+
+A grade this process could not compute is "not graded" with the reason, never 0:
+the submission could not be staged (a full disk), the child could not start or
+could not be walled in, or the grader failed on what the child sent. Its score is
+None; the instructor re-runs it.
+
+Fail closed: where this machine lacks a wall (walls.missing()), ``grade`` refuses
+(``Unconfined``) unless ``unconfined=True``, and then every result says "graded
+unconfined". In a student's copy (its local check: not a grade) the walls are
+raised where the machine has them, and the results say what stood.
 """
 from __future__ import annotations
 
-import ast
 import shutil
-import textwrap
 import time
 from pathlib import Path
 
 from .assignments import grading_order, needed, select
 from .evaluate import run
 from .expected import Stored, in_student_copy
-from .export import PACKAGE_DIR, _find
-from .sandbox import ChildGone, Limits, Sandbox
+from .graded import REFERENCE
+from .needs import Answers
+from .sandbox import ChildGone, Limits, Sandbox, Unconfined
 from .submission import stage
+from .walls import missing
 
-
-def reference_source(target) -> str:
-    """The reference's source of one target (decorators included), dedented."""
-    path = (PACKAGE_DIR / Path(*target.module.split("."))).with_suffix(".py")
-    source = path.read_text(encoding="utf-8")
-    node = _find(ast.parse(source), target.qualname)
-    first = min([d.lineno for d in node.decorator_list] + [node.lineno])
-    return textwrap.dedent("".join(source.splitlines(keepends=True)[first - 1:node.end_lineno]))
-
-
-def pieces_needed(assignment) -> list:
-    """[module, qualname, source] of every target of the assignments ``assignment`` needs."""
-    return [[t.module, t.qualname, reference_source(t)] for a in needed(assignment) for t in a.targets]
+NOT_GRADED = "not graded"
 
 
 def _gone(assignment, e: ChildGone, seconds: float) -> dict:
@@ -52,6 +52,12 @@ def _gone(assignment, e: ChildGone, seconds: float) -> dict:
             "message": message, "rows": [], "seconds": seconds}
 
 
+def not_graded(assignment, reason: str) -> dict:
+    """The record of an assignment whose grade could not be computed: no score, the reason."""
+    return {"id": assignment.id, "max_score": assignment.points, "score": None, "status": NOT_GRADED,
+            "message": f"not graded: {reason} (the grader's failure, not the student's: re-run it)", "rows": []}
+
+
 def local_reference():
     """In a student's copy (no reference, homework/expected.py): the public seed's stored
     expectations; else None, the reference of this installation."""
@@ -59,39 +65,74 @@ def local_reference():
 
 
 def _not_stored(assignment) -> dict:
-    return {"id": assignment.id, "max_score": assignment.points, "score": 0.0, "status": "not graded",
+    return {"id": assignment.id, "max_score": assignment.points, "score": None, "status": NOT_GRADED,
             "message": f"this copy holds no expected results for {assignment.id}: export it with the "
                        "assignment (homework export ... --out DIR)", "rows": []}
 
 
+def _needs(sandbox, assignment) -> None:
+    """The child asks this process for the functions ``assignment`` builds on, from now on."""
+    sandbox.answers = Answers(assignment.id, REFERENCE)
+    targets = [[t.module, t.qualname] for a in needed(assignment) for t in a.targets]
+    if targets:
+        sandbox.request("need", targets=targets)
+
+
+class NotGraded(Exception):
+    """The grader could not compute a grade; the message says why."""
+
+
+def _grade_one(a, sandbox, copy_dir, limits, seed, examples, reference, required, budget_end) -> tuple:
+    """(result, the sandbox to go on with) of one assignment."""
+    start = time.monotonic()
+    try:
+        if start >= budget_end:
+            raise ChildGone("timeout", f"the submission's time budget ({limits.budget:g} s) is spent")
+        if sandbox is None:
+            sandbox = _start(copy_dir, limits, required)
+        sandbox.deadline = min(start + limits.timeout, budget_end)
+        _needs(sandbox, a)
+        result = run(a.id, sandbox, seed=seed, examples=examples, reference=reference)
+        result["seconds"] = time.monotonic() - start
+        return result, sandbox
+    except NotGraded as e:
+        return not_graded(a, str(e)), None
+    except ChildGone as e:
+        result = _gone(a, e, time.monotonic() - start)
+    except Exception as e:                        # noqa: BLE001 - the grader's own failure: said, not scored
+        result = not_graded(a, f"the grader failed on what the student's process sent ({type(e).__name__}: "
+                               f"{str(e)[:200]})")
+    if sandbox is not None:
+        sandbox.close()
+    return result, None
+
+
+def _start(copy_dir, limits, required) -> Sandbox:
+    """A Sandbox; NotGraded when it cannot be started behind its walls (no student code has run yet:
+    the failure is the machine's)."""
+    try:
+        return Sandbox(copy_dir, limits, required=required)
+    except Unconfined as e:
+        raise NotGraded(str(e)) from None
+    except ChildGone as e:
+        raise NotGraded(f"the student's process could not start ({e})") from None
+    except OSError as e:
+        raise NotGraded(f"the student's process could not start ({e.strerror or e})") from None
+
+
 def grade_staged(copy_dir, assignments, *, limits: Limits = Limits(), seed: int = 0, examples: int = 3,
-                 progress=None) -> list:
-    """Results of ``assignments`` on a staged copy, in grading order."""
+                 progress=None, required: bool = True) -> list:
+    """Results of ``assignments`` on a staged copy, in grading order. ``required``: the child must
+    stand behind every wall (an assignment is not graded otherwise)."""
     results, sandbox, reference = [], None, local_reference()
     budget_end = time.monotonic() + limits.budget
     try:
         for a in grading_order(assignments):
-            start = time.monotonic()
             if reference is not None and not reference.has(a.id):
-                results.append(_not_stored(a))
-                if progress:
-                    progress(results[-1])
-                continue
-            try:
-                if start >= budget_end:
-                    raise ChildGone("timeout", f"the submission's time budget ({limits.budget:g} s) is spent")
-                if sandbox is None:
-                    sandbox = Sandbox(copy_dir, limits)
-                sandbox.deadline = min(start + limits.timeout, budget_end)
-                if a.needs:
-                    sandbox.request("install", pieces=pieces_needed(a))
-                result = run(a.id, sandbox, seed=seed, examples=examples, reference=reference)
-                result["seconds"] = time.monotonic() - start
-            except ChildGone as e:
-                if sandbox is not None:
-                    sandbox.close()
-                sandbox = None
-                result = _gone(a, e, time.monotonic() - start)
+                result = _not_stored(a)
+            else:
+                result, sandbox = _grade_one(a, sandbox, copy_dir, limits, seed, examples, reference, required,
+                                             budget_end)
             results.append(result)
             if progress:
                 progress(result)
@@ -102,24 +143,43 @@ def grade_staged(copy_dir, assignments, *, limits: Limits = Limits(), seed: int 
 
 
 def grade(submission, ids=(), *, limits: Limits = Limits(), seed: int = 0, examples: int = 3,
-          progress=None, notes=None) -> list:
+          progress=None, notes=None, unconfined: bool = False) -> list:
     """Every selected assignment of a submission folder, in table order; ``notes`` (a list)
-    receives what of the submission was ignored."""
+    receives what of the submission was ignored. Unconfined (or, without ``unconfined``,
+    refused with ``Unconfined``) where this machine lacks a wall; every result then says so."""
     assignments = select(ids)
     require_folder(submission)
-    copy_dir, ignored = stage(submission)
+    local = in_student_copy()
+    lacking = missing()
+    if lacking and not (unconfined or local):
+        raise Unconfined(refusal(lacking))
+    try:
+        copy_dir, ignored = stage(submission, assignments)
+    except (OSError, RecursionError, MemoryError) as e:
+        reason = f"the submission could not be staged ({getattr(e, 'strerror', None) or type(e).__name__})"
+        return [not_graded(a, reason) for a in assignments]
     if notes is not None:
         notes.extend(ignored)
     try:
         results = grade_staged(copy_dir, assignments, limits=limits, seed=seed, examples=examples,
-                               progress=progress)
+                               progress=progress, required=not (local or lacking))
     finally:
         shutil.rmtree(copy_dir, ignore_errors=True)
+    if lacking:
+        for r in results:
+            r["confinement"] = ("local check, not walled in: no " if local else "graded unconfined: no ") + \
+                               ", no ".join(lacking)
     order = {a.id: i for i, a in enumerate(assignments)}
     return sorted(results, key=lambda r: order[r["id"]])
+
+
+def refusal(lacking: list) -> str:
+    """The one line that says why nothing is graded here."""
+    return (f"this machine cannot wall in the student's code: no {', no '.join(lacking)}; grade on Linux "
+            "5.13 or later (x86_64 or aarch64), or pass --unconfined to grade anyway, every result marked "
+            "\"graded unconfined\"")
 
 
 def require_folder(submission) -> None:
     if not Path(submission).is_dir():
         raise FileNotFoundError(f"{submission}: not a folder (a student's copy or the files they handed in)")
-

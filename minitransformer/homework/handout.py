@@ -15,7 +15,7 @@ import inspect
 import re
 
 from .assignments import BY_ID
-from .cases import CASES, FLOAT32_TOL, FLOAT64_TOL
+from .graded import FLOAT32_TOL, FLOAT64_TOL, case_table
 from .rubric import render
 
 # the other assignments whose functions an assignment's code calls (the grader swaps in the
@@ -75,7 +75,7 @@ def _files(assignment_id: str) -> list:
 
 def page(assignment_id: str) -> str:
     a = BY_ID[assignment_id]
-    cases = CASES[assignment_id]
+    cases = case_table()[assignment_id]
     lines = [f"## `{a.id}`: {a.title} ({a.points} points)", "",
              f"Lecture: `{a.lecture}`.", "", "### What to implement", ""]
     lines += [f"- `{t.module}.{t.qualname}` in `minitransformer/{t.module.replace('.', '/')}.py`: its docstring "
@@ -108,9 +108,10 @@ def page(assignment_id: str) -> str:
     lines += ["", "### Check it locally", "",
               "In this folder (the one holding HOMEWORK.md):", "",
               f"    python -m minitransformer homework check . {a.id}", "",
-              f"(or `python starter_{a.id}.py`, also as a notebook) grades your code as the grader does: the same "
-              "cases, tolerance, diagnoses and rubric, with the public seed 0 instead of your instructor's secret "
-              "one. It prints, per tensor, the error and a diagnosis that names the mistake when it recognises "
+              f"(or `python starter_{a.id}.py`, also as a notebook) is your local check, not your grade: it checks "
+              "your code as the grader does (the same cases, tolerance, diagnoses and rubric) on the public seed "
+              "0's numbers stored in this copy, where your instructor's grader draws other inputs from a secret "
+              "seed. It prints, per tensor, the error and a diagnosis that names the mistake when it recognises "
               "one, then the rubric. For a draft of your own in any file, the numerical gradient check:", "",
               "    python -m minitransformer gradcheck FILE.py:FORWARD:BACKWARD", "",
               "### What to hand in", "",

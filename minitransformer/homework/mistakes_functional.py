@@ -14,6 +14,7 @@ import numpy as np
 from ..functional.erf import erfc
 from ..functional.rope import rope_backward, rope_forward
 from .mistakes import Mistake
+from .mistakes_match import dbias_not_reduced, dropout_in_eval, other_mask, repeat_kv_not_summed, sum_to
 
 
 def _f64(a):
@@ -639,18 +640,6 @@ def _mask_given(inp):
     return inp.get("mask") is not None and inp.get("training", True)
 
 
-def _other_mask(inp, tensor, student, reference):
-    """Zeros where the given mask keeps an entry, or kept values where it drops: another mask."""
-    if not _mask_given(inp) or student is None:
-        return False
-    s, m = np.asarray(student, dtype=np.float64), np.asarray(inp["mask"])
-    if s.shape != m.shape:
-        return False
-    kept = s != 0
-    scaled = (_x(inp) if tensor == "out" else _g(inp)) / (1 - float(inp["p_drop"]))
-    return bool(np.any(kept != m)) and np.allclose(s[kept], scaled[kept], rtol=1e-4, atol=0)
-
-
 DROPOUT = (
     Mistake("embedding", "embedding", "embedding-fancy-index-add", ("dW",),
             "a repeated id keeps only ONE of its rows: `dW[ids] += dout` with repeated ids writes each "
@@ -677,11 +666,10 @@ DROPOUT = (
             if _mask_given(inp) else {}),
     Mistake("dropout", "dropout", "dropout-own-mask", ("out", "dx"),
             "the entries kept are not those of `mask`: when a mask is given, use it instead of drawing one",
-            match=_other_mask),
+            match=other_mask),
     Mistake("dropout", "dropout", "dropout-in-eval", ("out", "dx"),
             "training=False must be the identity (y = x, dx = dy): no entry is dropped or scaled in eval",
-            match=lambda inp, tensor, s, r: not inp.get("training", True) and s is not None
-            and np.shape(s) == np.shape(r) and bool(np.any(np.asarray(s) == 0) or not np.allclose(s, r))),
+            match=dropout_in_eval),
 )
 
 
@@ -714,24 +702,8 @@ def _attention(inp, *, scale_power=1.0, use_mask=True, invert_mask=False, use_bi
     result = {"out": out, "dq": dq, "dk": dk, "dv": dv}
     if inp.get("bias") is not None:
         bias_shape = np.shape(inp["bias"])
-        result["dbias"] = _sum_to(dS, bias_shape)
+        result["dbias"] = sum_to(dS, bias_shape)
     return result
-
-
-def _sum_to(x, shape):
-    lead = x.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(lead + a for a, n in enumerate(shape) if n == 1 and x.shape[lead + a] != 1)
-    return x.sum(axis=axes, keepdims=True).reshape(shape)
-
-
-def _dbias_not_reduced(inp, tensor, student, reference):
-    s, r = np.asarray(student) if student is not None else None, np.asarray(reference)
-    if s is None or s.shape == r.shape or s.ndim < r.ndim:
-        return False
-    try:
-        return np.allclose(_sum_to(s, r.shape), r, rtol=1e-5, atol=1e-8)
-    except ValueError:
-        return False
 
 
 def _dropout_given(inp):
@@ -774,7 +746,7 @@ ATTENTION = (
             lambda inp: _attention(inp, dropout="backward-ignored") if _dropout_given(inp) else {}),
     Mistake("attention", "attention", "attention-dbias-not-reduced", ("dbias",),
             "dbias has the scores' shape: sum it over the axes where the bias was broadcast, back to the bias's shape",
-            match=_dbias_not_reduced),
+            match=dbias_not_reduced),
 )
 
 
@@ -792,21 +764,11 @@ def _repeat_kv_first_copy(inp):
     return {"dx": dout[:, ::r]}
 
 
-def _repeat_kv_not_summed(inp, tensor, student, reference):
-    s, ref = np.asarray(student) if student is not None else None, np.asarray(reference)
-    if s is None or s.ndim != 4 or ref.ndim != 4 or s.shape[1] == ref.shape[1] or s.shape[1] % ref.shape[1]:
-        return False
-    B, H, S, D = s.shape
-    G = ref.shape[1]
-    return s.shape[0] == ref.shape[0] and s.shape[2:] == ref.shape[2:] and \
-        np.allclose(s.reshape(B, G, H // G, S, D).sum(2), ref, rtol=1e-5, atol=1e-8)
-
-
 REPEAT_KV = (
     Mistake("mha", "repeat_kv", "repeat-kv-not-summed", ("dx",),
             "one gradient slice per QUERY head (B, H, S, D): the r = H/G query heads that share a kv head "
             "add their gradients into it, dx (B, G, S, D) = the sum over each group of r copies",
-            match=_repeat_kv_not_summed),
+            match=repeat_kv_not_summed),
     Mistake("mha", "repeat_kv", "repeat-kv-tiled", ("out", "dx"),
             "the kv heads are tiled (0, 1, 0, 1, ...) instead of repeated (0, 0, 1, 1, ...): query head h "
             "reads kv head h // r, so the r copies of a kv head sit side by side (np.repeat along the heads "

@@ -17,8 +17,9 @@ from ..functional.heads import merge_heads, split_heads
 from ..functional.linear import linear_backward
 from ..functional.repeat_kv import repeat_kv_backward
 from ..layers.residual import Residual, _split
-from .cases import Case, run_module
+from .graded import Case, run_module
 from .mistakes import Mistake
+from .mistakes_match import doubled, missing, never_accumulated
 
 
 def _run(inp, patch) -> dict:
@@ -141,33 +142,13 @@ def _block(**options):
 
 
 # ------------------------------------------------------------------ generic Module mistakes
-def _is_param(tensor):
-    return tensor not in ("out", "dx", "dmemory")
-
-
-def _never_accumulated(inp, tensor, student, reference):
-    return _is_param(tensor) and student is not None and np.shape(student) == np.shape(reference) \
-        and not np.any(student) and bool(np.any(reference))
-
-
-def _doubled(inp, tensor, student, reference):
-    if student is None or np.shape(student) != np.shape(reference) or not np.any(reference):
-        return False
-    s, r = np.asarray(student, np.float64), np.asarray(reference, np.float64)
-    return bool(np.max(np.abs(s - 2 * r)) <= 1e-5 * np.max(np.abs(r)))
-
-
-def _missing(inp, tensor, student, reference):
-    return student is None and reference is not None
-
-
 _PARAMS = ("d*",)
 
 MODULES = (
     Mistake("mha", "MultiHeadAttention", "mha-dmemory-missing", ("dmemory",),
             "cross-attention's backward returns (dx, dmemory): the memory's gradient comes back through "
             "the key/value projection, linear_backward(merge_heads(dk, dv), the W_kv cache)",
-            match=_missing),
+            match=missing),
     Mistake("mha", "MultiHeadAttention", "mha-rope-not-undone", ("dx", "dmemory", "d*"),
             "the RoPE rotation of q and k is not undone: after attention's backward, send dq and dk through "
             "rope_backward (the rotation by -mθ) before the projection's backward",
@@ -189,13 +170,13 @@ MODULES = (
             _mha(accumulate_kv=False)),
     Mistake("mha", "MultiHeadAttention", "mha-gradient-never-accumulated", _PARAMS,
             "this parameter's gradient stays 0: it is never accumulated into grads (self._accumulate(name, g))",
-            match=_never_accumulated),
+            match=never_accumulated),
     Mistake("mha", "MultiHeadAttention", "mha-gradient-doubled", _PARAMS,
-            "twice the expected gradient: it is accumulated twice", match=_doubled),
+            "twice the expected gradient: it is accumulated twice", match=doubled),
     Mistake("block", "DecoderBlock", "block-dmemory-missing", ("dmemory",),
             "a block with cross-attention returns (dx, dmemory): pass on the dmemory that the "
             "cross-attention Residual returns",
-            match=_missing),
+            match=missing),
     Mistake("block", "DecoderBlock", "residual-identity-missing", ("dx", "dmemory", "d*"),
             "the identity branch's gradient is missing: y = x + F(...) gives dx = (the branch's gradient) + dy "
             "(post-norm: + ds, the gradient at the sum)",
@@ -225,5 +206,5 @@ MODULES = (
             _block(reverse=False)),
     Mistake("block", "DecoderBlock", "block-gradient-never-accumulated", _PARAMS,
             "this parameter's gradient stays 0: it is never accumulated into grads (self._accumulate(name, g))",
-            match=_never_accumulated),
+            match=never_accumulated),
 )

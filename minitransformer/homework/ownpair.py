@@ -10,9 +10,9 @@ Inputs. When FORWARD has the name of a function in the assignment table
 (``layernorm_forward``, ``attention_forward`` ...), its graded main case draws the
 inputs (homework/cases.py: ranks, masks, options as the grader draws them), the
 reference runs on the same inputs, and each wrong tensor gets a diagnosis
-(homework/mistakes.py); in a student's copy, which holds no reference, only the
-numerical check runs (``homework check . ID`` compares with the stored
-expectations there). Otherwise the inputs come from FORWARD's signature, by name:
+(homework/mistakes.py); in a student's copy, which holds no reference and no drawer,
+the inputs are the stored public example of that case and only the numerical check
+runs (``homework check . ID`` compares with the stored expectations there). Otherwise the inputs come from FORWARD's signature, by name:
 
     q, k, v                  (B, H, T, D) = (2, 2, 3, 4)
     mask                     (T, T) bool, causal
@@ -40,10 +40,9 @@ from pathlib import Path
 import numpy as np
 
 from ..gradcheck import check_pair
-from .cases import CASES, run_pair, trial_inputs
-from .checks import Case, resolve
 from .diagnose import Row, compare
 from .expected import in_student_copy
+from .graded import Case, case_table, resolve, run_pair
 from .mistakes import diagnose_all
 
 B, H, T, C = 2, 2, 3, 4
@@ -190,11 +189,20 @@ def parse_shapes(text: str) -> dict:
 
 def graded_case(forward_name: str):
     """The graded main case of the pair whose forward has this name, or None."""
-    for graded in (g for cases in CASES.values() for g in cases):
+    for graded in (g for cases in case_table().values() for g in cases):
         if graded.check.backward and graded.check.forward.split(":")[1] == forward_name \
                 and graded.dtype == "float64":
             return graded
     return None
+
+
+def graded_inputs(graded, seed: int) -> Case:
+    """The graded case's inputs: drawn from ``seed`` (trusted side), or in a student's copy, which
+    holds no drawer, the stored public example of the case."""
+    if in_student_copy():
+        from .expected import Stored
+        return Stored().case(graded, case_table()[graded.assignment].index(graded), 0, 0)[0]
+    return graded.draw(np.random.default_rng(seed))
 
 
 def draw_inputs(forward, seed: int, shapes=None) -> Case:
@@ -226,7 +234,7 @@ def check_file(target: str, seed: int = 0, shapes=None) -> tuple[list, bool]:
     """(rows, whether a reference was found) for the student's pair in ``target``."""
     forward, backward = load_pair(target)
     graded = None if shapes else graded_case(forward.__name__)
-    case = graded.draw(np.random.default_rng(seed)) if graded else draw_inputs(forward, seed, shapes)
+    case = graded_inputs(graded, seed) if graded else draw_inputs(forward, seed, shapes)
     rows = []
     compared = graded is not None and not in_student_copy()     # a student's copy holds no reference
     try:
@@ -277,9 +285,10 @@ def _kind(value) -> str:
 
 
 def _compared(graded, case, forward, backward, seed) -> list:
+    from .cases import trial_inputs, upstream_for      # the trusted side: outside a student's copy only
     package = __name__.split(".")[0]
     ref, g = run_pair(case, resolve(package, graded.check.forward), resolve(package, graded.check.backward),
-                      seed=seed)
+                      g=lambda out: upstream_for(out, seed))
     result = forward(**{k: np.array(v, copy=True) for k, v in case.inputs.items()}, **case.kwargs)
     if not (isinstance(result, tuple) and len(result) == 2):
         raise TargetError(f"{forward.__name__} must return (out, cache), got {type(result).__name__}")

@@ -1,10 +1,20 @@
-"""What the grader prints, and the Gradescope autograder results.json."""
+"""What the grader prints, and the Gradescope autograder results.json.
+
+An assignment whose grade could not be computed has the score None ("not graded", with
+its reason): the total is then None too (a JSON null: Gradescope reports the run as
+failed, for the instructor to re-run, rather than a 0). A result graded without the
+kernel's walls carries its ``confinement`` line, printed with it and kept in the JSON.
+"""
 from __future__ import annotations
 
 import json
 import math
 import os
 from pathlib import Path
+
+
+class OutError(Exception):
+    """A folder of results that cannot be written as asked; the message names it (one line)."""
 
 
 def printable(text) -> str:
@@ -31,9 +41,12 @@ HEADER = header()
 def format_result(result: dict) -> str:
     """One assignment: its score, the tolerance, a header, one line per tensor (each wrong one
     with its diagnosis), then the rubric's checks."""
-    lines = [f"== {result['id']}: {result['score']:g}/{result['max_score']} ({result['status']})"]
+    score = "-" if result["score"] is None else f"{result['score']:g}"
+    lines = [f"== {result['id']}: {score}/{result['max_score']} ({result['status']})"]
     if result.get("message"):
         lines.append(f"   {printable(result['message'])}")
+    if result.get("confinement"):
+        lines.append(f"   {printable(result['confinement'])}")
     rows = result["rows"]
     if rows:
         width = min(max([44] + [len(r["name"]) for r in rows]), 80)
@@ -59,10 +72,19 @@ def format_notes(notes: list, at_most: int = 8) -> str:
     return "\n".join(lines)
 
 
+def total(results: list):
+    """The sum of the scores, or None when an assignment was not graded."""
+    scores = [r["score"] for r in results]
+    return None if any(s is None for s in scores) else round(sum(scores), 2)
+
+
 def summary(results: list) -> str:
-    score = sum(r["score"] for r in results)
-    total = sum(r["max_score"] for r in results)
-    return f"total {score:g}/{total}" + ("" if all_passed(results) else "  (not all passed)")
+    score, most = total(results), sum(r["max_score"] for r in results)
+    if score is None:
+        missed = [r["id"] for r in results if r["score"] is None]
+        graded = sum(r["score"] for r in results if r["score"] is not None)
+        return f"total not graded: {', '.join(missed)} could not be graded (re-run); the rest {graded:g}"
+    return f"total {score:g}/{most}" + ("" if all_passed(results) else "  (not all passed)")
 
 
 def all_passed(results: list) -> bool:
@@ -71,11 +93,16 @@ def all_passed(results: list) -> bool:
 
 def gradescope(results: list, notes=(), execution_time: float | None = None) -> dict:
     """Gradescope's results.json: score, max_score, execution_time, output, visibility, tests."""
-    report = {"score": round(sum(r["score"] for r in results), 2),
-              "max_score": sum(r["max_score"] for r in results),
+    report = {"score": total(results), "max_score": sum(r["max_score"] for r in results),
               "output": format_notes(list(notes)), "visibility": "visible",
               "tests": [{"name": r["id"], "score": r["score"], "max_score": r["max_score"],
                          "output": format_result(r), "visibility": "visible"} for r in results]}
+    missed = {r["id"]: r["message"] for r in results if r["score"] is None}
+    confinement = sorted({r["confinement"] for r in results if r.get("confinement")})
+    if missed or confinement:
+        report["extra_data"] = {k: v for k, v in (("not_graded", missed), ("confinement", confinement)) if v}
+        report["output"] = "\n".join(filter(None, [*confinement, *(f"NOT GRADED {k}: {v}" for k, v in
+                                                                   missed.items()), report["output"]]))
     if execution_time is not None:
         report["execution_time"] = round(execution_time, 2)
     return report
@@ -85,7 +112,11 @@ def write_gradescope(path, results: list, notes=(), execution_time: float | None
     """Written to a temporary name, then renamed: a reader never sees half a file."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(gradescope(results, notes, execution_time), f, indent=2)
-        f.write("\n")
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(gradescope(results, notes, execution_time), f, indent=2)
+            f.write("\n")
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)                   # nothing half-written left behind
+        raise

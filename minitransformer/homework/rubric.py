@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 from .assignments import BY_ID
-from .cases import CASES
+from .graded import case_table
 
 UNCHANGED = "unchanged"        # the outcome name of the before/after comparison
 INTEGRITY_WEIGHT = 0.5         # half a check: a promise about the code, not a value
@@ -41,7 +41,7 @@ class Item:
 
 def items(assignment_id: str) -> list:
     """The named checks of one assignment, with their points (they add up to its points)."""
-    cases = CASES[assignment_id]
+    cases = case_table()[assignment_id]
     main = cases[0]
     named = []                                               # (name, weight, covers)
     for tensor in _main_tensors(main):

@@ -4,16 +4,21 @@
 with the student's copy on its path and nothing of this installation: its own
 session (process group), a fresh empty working folder, stdin from /dev/null,
 stdout and stderr into a capped file that is never parsed, and two pipes as the
-private channel. On Linux the kernel confines it (Landlock: read-only, under its
-roots); as root it runs as ``nobody``; everywhere an audit hook names what it
-refuses (child.py). ``sandbox.function("functional.norm:layernorm_forward")`` is a
-callable that runs the student's function there on the arrays it is given and
-returns arrays (a cache or a Module comes back as a ``Handle``, to send back
-later). ``sandbox.module(...)`` wraps a Module living there in the interface
-gradcheck.check_module uses.
+private channel. On Linux the kernel confines it (homework/walls.py: Landlock,
+seccomp, its own network namespace, rlimits); as root it runs as ``nobody``;
+everywhere an audit hook names what it refuses (child.py). With ``required`` the
+child must report every wall standing before anything is graded (``Unconfined``
+otherwise). ``sandbox.function("functional.norm:layernorm_forward")`` is a callable
+that runs the student's function there on the arrays it is given and returns
+arrays (a cache or a Module comes back as a ``Handle``, to send back later).
+``sandbox.module(...)`` wraps a Module living there in the interface
+gradcheck.check_module uses. ``sandbox.answers`` (homework/needs.py) answers the
+child's calls of the functions the graded assignment builds on, in the middle of a
+request.
 
-Every call waits until ``sandbox.deadline`` (time.monotonic()); past it, or when
-the child dies, the whole process group is killed and ``ChildGone`` raised. An
+The parent never waits on the child: every write and every read has the deadline
+``sandbox.deadline`` (time.monotonic(); the pipes non-blocking, select); past it, or
+when the child dies, the whole process group is killed and ``ChildGone`` raised. An
 exception inside the student's code comes back as ``StudentError`` (its type,
 message and place; no traceback object crosses). On an OS without ``resource``,
 ``setuid`` or ``select``, those limits are skipped, never the grading.
@@ -33,10 +38,10 @@ from pathlib import Path
 
 import numpy as np
 
-from . import child
-from .child import Handle, decode, encode, read_frame, write_frame
+from . import child, walls, wire
+from .wire import Handle, decode, encode, frame_bytes, read_frame
 
-CHILD_SOURCE = Path(child.__file__).read_text(encoding="utf-8")
+CHILD_SOURCE = Path(wire.__file__).read_text(encoding="utf-8") + "\n\n" + Path(child.__file__).read_text(encoding="utf-8")
 POSIX = os.name == "posix"
 
 
@@ -54,6 +59,10 @@ class ChildGone(Exception):
     def __init__(self, reason: str, message: str):
         super().__init__(message)
         self.reason = reason
+
+
+class Unconfined(Exception):
+    """The student's process could not be walled in as required: nothing is graded behind it."""
 
 
 class StudentError(Exception):
@@ -94,20 +103,11 @@ ALWAYS_PRELOADED = ("__future__", "abc", "collections", "contextlib", "copy", "d
                     "numpy.lib.stride_tricks")
 
 
-def confinement_note():
-    """None where the kernel confines the student's process (Landlock); else the line that says
-    what holds it instead, for the grader's commands to print once."""
-    if not POSIX or child.landlock_abi() > 0:
-        return None
-    user = "the user nobody" if child_user() else "your own user (grade as root to run it as nobody)"
-    return ("note: this kernel has no Landlock (Linux 5.13 or later): the student's process runs as "
-            f"{user}, with rlimits and an audit hook that code inside the process can get past; "
-            "it can read and write what that user can")
-
-
 class Sandbox:
-    def __init__(self, copy_dir, limits: Limits = Limits(), *, package: str = "minitransformer"):
+    def __init__(self, copy_dir, limits: Limits = Limits(), *, package: str = "minitransformer",
+                 required: bool = True):
         self.limits, self.deadline, self.proc = limits, time.monotonic() + limits.timeout, None
+        self.answers, self.walls = None, {}
         self.private = Path(tempfile.mkdtemp(prefix="mt-grader-"))          # 0700: ours alone
         self.cwd = Path(tempfile.mkdtemp(prefix="mt-child-"))
         os.chmod(self.cwd, 0o755)                                            # readable, not writable
@@ -116,12 +116,20 @@ class Sandbox:
         config = {"student": str(Path(copy_dir).resolve()), "package": package,
                   "numpy_site": str(Path(np.__file__).resolve().parents[1]), "preload": stdlib_modules(),
                   "uid": user and user[0], "gid": user and user[1], "memory_mb": limits.memory_mb,
-                  "cpu_s": int(limits.budget) + 5, "output_cap": limits.output_cap}
+                  "cpu_s": int(limits.budget) + 5, "output_cap": limits.output_cap, "seccomp": _program()}
         env = {"PATH": os.defpath, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
                "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg", "LANG": "C.UTF-8"}
         if os.name == "nt":
             env["SYSTEMROOT"] = os.environ.get("SYSTEMROOT", "")
-        self._start(config, env)
+        try:
+            self._start(config, env)
+        except BaseException:
+            self.close()
+            raise
+        missing = walls.required(self.walls) if required and POSIX else []
+        if missing:
+            self.close()
+            raise Unconfined(f"the student's process could not be walled in: no {', no '.join(missing)}")
 
     def _start(self, config, env) -> None:
         argv = [sys.executable, "-I", "-S", "-c", CHILD_SOURCE]
@@ -134,6 +142,8 @@ class Sandbox:
                                          pass_fds=(to_child, from_child), start_new_session=True)
             os.close(to_child)
             os.close(from_child)
+            os.set_blocking(self._w, False)            # every write waits on select, with the deadline
+            os.set_blocking(self._r, False)
         else:                          # no fd passing: the pipes are stdin/stdout, moved away at once
             config["fds"] = [0, 1]
             self.proc = subprocess.Popen(argv + [json.dumps(config)], stdin=subprocess.PIPE,
@@ -142,6 +152,7 @@ class Sandbox:
             self._w, self._r = self.proc.stdin.fileno(), self.proc.stdout.fileno()
         self._call_id = 0
         header, _ = self._receive("ready")
+        self.walls = header.get("walls") if isinstance(header.get("walls"), dict) else {}
         self.pid = self.proc.pid
 
     # ------------------------------------------------------------- the channel
@@ -157,7 +168,37 @@ class Sandbox:
                 self.kill()
                 raise ChildGone("timeout", "timed out (an infinite loop?)")
 
+    def _send(self, data: bytes) -> None:
+        """Write ``data`` to the child by the deadline, however slowly it reads (a pipe it shrank)."""
+        if not POSIX:                                  # no select on pipes: the reader's timer kills a hang
+            while data:
+                data = data[os.write(self._w, data):]
+            return
+        import select
+        while data:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                self.kill()
+                raise ChildGone("timeout", "timed out (it stopped reading what the grader sends)")
+            _, ready, _ = select.select([], [self._w], [], left)
+            if not ready:
+                continue
+            try:
+                data = data[os.write(self._w, data):]
+            except BlockingIOError:
+                continue
+            except OSError as e:
+                self.kill()
+                raise ChildGone("crashed", "the student's process closed its channel") from e
+
     def _receive(self, expected_id):
+        header, blobs = self._receive_any()
+        if header.get("id") != expected_id:
+            self.kill()
+            raise ChildGone("protocol", "the student's process answered out of turn")
+        return header, blobs
+
+    def _receive_any(self):
         timer = None
         if not POSIX:
             import threading
@@ -176,6 +217,20 @@ class Sandbox:
         finally:
             if timer is not None:
                 timer.cancel()
+        return header, blobs
+
+    def _reply(self, expected_id):
+        """The reply to request ``expected_id``, answering on the way every call the child makes of a
+        function the graded assignment needs (``answers``; none while nothing is being graded)."""
+        while True:
+            header, blobs = self._receive_any()
+            if "need" not in header:
+                break
+            if self.answers is None or expected_id == "ready":
+                self.kill()
+                raise ChildGone("protocol", "the student's process asked for a needed function out of turn")
+            reply, sent = self.answers.reply(header, blobs)
+            self._send(frame_bytes(reply, sent))
         if header.get("id") != expected_id:
             self.kill()
             raise ChildGone("protocol", "the student's process answered out of turn")
@@ -189,12 +244,8 @@ class Sandbox:
         call_id = f"{self._call_id}-{os.urandom(6).hex()}"
         blobs: list = []
         tree = encode(params, blobs, _refuse)
-        try:
-            write_frame(self._w, {"id": call_id, "op": op, "params": tree}, blobs)
-        except OSError as e:
-            self.kill()
-            raise ChildGone("crashed", "the student's process closed its channel") from e
-        header, blobs = self._receive(call_id)
+        self._send(frame_bytes({"id": call_id, "op": op, "params": tree}, blobs))
+        header, blobs = self._reply(call_id)
         try:
             if "error" in header:
                 raise StudentError(header["error"] if isinstance(header["error"], dict) else {})
@@ -344,3 +395,11 @@ class RemoteModule:
 
     def named_modules(self):
         return []
+
+
+def _program() -> str:
+    """The seccomp filter for this machine, hex (the child installs it); "" where none is known."""
+    try:
+        return walls.program().hex() if sys.platform.startswith("linux") else ""
+    except ValueError:
+        return ""

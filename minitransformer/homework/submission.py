@@ -1,13 +1,19 @@
-"""A submission as students hand it in, laid over a pristine student copy.
+"""A submission as students hand it in, laid over the grader's pristine copy.
 
-A submission is a folder of the student's files: the whole copy, a few edited
-files with their paths, or the files alone (Gradescope puts an upload in
-``/autograder/submission``). Nothing in it is executed here, only parsed: for every
-assignment target, the first file that defines it (preferring the file at the
-target's own path) gives the target's BODY, which replaces the stub in a fresh
-copy of the pristine export. Everything else (other functions, module-level code,
-imports, a sitecustomize.py, other files) is ignored, and each ignored piece is
-named in the notes the report shows.
+A submission is a folder of the student's files: the whole copy, a few edited files
+with their paths, or the files alone (Gradescope puts an upload in
+``/autograder/submission``). Nothing in it is executed here, and only the files at
+the package's paths are read: for every assignment target, its module's file is
+looked up where a student puts it (``minitransformer/functional/norm.py``,
+``functional/norm.py`` or ``norm.py``, in the submission or in one folder of it),
+its size bounded before it is read, its text decoded as Python decodes source (a
+BOM, a coding cookie), parsed with ``ast``; the first file that defines the target
+(its own path first) gives the target's BODY, which replaces the stub in a fresh copy
+of the pristine package (export.pristine). A ``.venv``, 100,000 other files or a
+huge file elsewhere are never read, so they cannot push the real file out. Everything
+else (other functions, module-level code, imports, a sitecustomize.py, other files)
+is ignored, and each ignored piece is named in the notes the report shows, from a
+listing bounded in entries and depth.
 
 ``stage(submission)`` -> (the staged folder holding minitransformer/, notes). The
 staged copy is readable by everyone and writable by its owner only, so the
@@ -17,65 +23,141 @@ from __future__ import annotations
 
 import ast
 import atexit
+import io
 import os
 import shutil
+import stat
 import tempfile
+import tokenize
 from pathlib import Path
 
 from .assignments import ASSIGNMENTS
-from .export import MANIFEST, _find, body_span, export
+from .export import MANIFEST, _find, body_span, pristine, source_lines
 
-MAX_FILES, MAX_BYTES = 500, 1 << 20
+MAX_BYTES = 1 << 20          # a source file larger than this is not read
+MAX_LISTED = 2000            # entries of the submission looked at for the notes
+MAX_DEPTH = 8                # folders deep the listing goes
+MAX_FOLDERS = 16             # folders of the submission looked into for a nested copy
+SKIPPED = ("__pycache__", "site-packages", "node_modules", "venv", "env")
+PARSE_ERRORS = (SyntaxError, ValueError, RecursionError, MemoryError, UnicodeDecodeError, LookupError)
 _PRISTINE: dict = {}
 
 
 def pristine_copy() -> Path:
-    """The student's copy of every assignment, exported once per process."""
+    """The folder holding the grader's pristine minitransformer/, made once per process and removed
+    when it ends (a check-class worker ends without atexit: multiprocessing's finalizer then)."""
     if "dir" not in _PRISTINE:
+        import multiprocessing.util
         root = Path(tempfile.mkdtemp(prefix="mt-pristine-"))
         atexit.register(shutil.rmtree, root, True)
-        export(["all"], root / "copy", expectations=False)
+        multiprocessing.util.Finalize(None, shutil.rmtree, args=(root, True), exitpriority=0)
+        pristine(root / "copy" / "minitransformer")
         _PRISTINE["dir"] = root / "copy"
     return _PRISTINE["dir"]
 
 
-def _python_files(submission: Path) -> list:
-    files = []
-    for path in sorted(submission.rglob("*")):
-        if len(files) >= MAX_FILES:
-            break
-        if path.is_file() and not path.is_symlink():
-            files.append(path)
-    return files
+# ------------------------------------------------------------------ reading as Python reads
+class Unreadable(ValueError):
+    """A file at a package path that is not read or not parsed; the message says why."""
 
 
-def _parse(path: Path):
-    if path.suffix != ".py" or path.stat().st_size > MAX_BYTES:
-        return None, None
+def read_source(path: Path) -> str:
+    """The text of a source file as Python reads it: a regular file of at most MAX_BYTES (checked
+    before reading), decoded with its BOM or coding cookie (PEP 263), else UTF-8."""
+    info = os.lstat(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise Unreadable("not a regular file (a link, a folder or a device); not read")
+    if info.st_size > MAX_BYTES:
+        raise Unreadable(f"{info.st_size:,} bytes, more than {MAX_BYTES:,}; not read")
+    with open(path, "rb") as f:
+        data = f.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        raise Unreadable(f"more than {MAX_BYTES:,} bytes; not read")
     try:
-        source = path.read_text(encoding="utf-8")
-        return source, ast.parse(source)
-    except (SyntaxError, UnicodeDecodeError, ValueError) as e:
-        return source if "source" in locals() else None, e
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(encoding)
+    except PARSE_ERRORS as e:
+        raise Unreadable(f"not readable as Python source ({type(e).__name__}: {_first_line(e)})") from None
 
 
-def _candidates(target, parsed: dict) -> list:
-    """The parsed files defining ``target``, the one at the target's own path first."""
-    own = Path(*target.module.split(".")).with_suffix(".py").as_posix()
+def parse_source(source: str) -> ast.Module:
+    """``ast.parse``, its failures (too deep, too large, invalid) as one Unreadable."""
+    try:
+        return ast.parse(source)
+    except SyntaxError as e:
+        raise Unreadable(f"not valid Python ({e.msg}, line {e.lineno})") from None
+    except PARSE_ERRORS as e:
+        raise Unreadable(f"cannot be parsed ({type(e).__name__}: {_first_line(e) or 'nested too deeply'})") from None
+
+
+def _first_line(e: BaseException) -> str:
+    return str(e).splitlines()[0][:120] if str(e) else ""
+
+
+# ------------------------------------------------------------------ where a student puts a file
+def _folders(submission: Path) -> list:
+    """The submission and the folders directly in it that may hold a copy (a zipped folder), the
+    ones holding minitransformer/ first; at most MAX_FOLDERS, hidden and environment folders skipped."""
     found = []
-    for rel, (source, tree) in parsed.items():
-        if isinstance(tree, ast.Module):
+    try:
+        with os.scandir(submission) as entries:
+            for n, entry in enumerate(entries):
+                if n >= MAX_LISTED:
+                    break
+                if entry.is_dir(follow_symlinks=False) and not entry.name.startswith(".") \
+                        and entry.name not in SKIPPED + ("minitransformer",):
+                    found.append(Path(entry.path))
+    except OSError:
+        pass
+    found.sort(key=lambda p: (not (p / "minitransformer").is_dir(), p.name))
+    return [submission] + found[:MAX_FOLDERS]
+
+
+def _places(submission: Path, target) -> list:
+    """The paths where the file of ``target``'s module may be, its own path first."""
+    module = Path(*target.module.split(".")).with_suffix(".py")
+    places = []
+    for folder in _folders(submission):
+        places += [folder / "minitransformer" / module, folder / module]
+    return places + [folder / module.name for folder in _folders(submission)]
+
+
+class Parsed:
+    """The files read so far: path -> (source, tree) or an Unreadable."""
+
+    def __init__(self):
+        self.files: dict = {}
+
+    def get(self, path: Path):
+        if path not in self.files:
             try:
-                found.append((not rel.endswith(own), rel, source, _find(tree, target.qualname)))
+                source = read_source(path)
+                self.files[path] = (source, parse_source(source))
+            except FileNotFoundError:
+                self.files[path] = None
+            except (Unreadable, OSError) as e:
+                self.files[path] = e if isinstance(e, Unreadable) else Unreadable(f"not readable ({e.strerror})")
+        return self.files[path]
+
+
+def _candidates(target, submission: Path, parsed: Parsed) -> list:
+    """(path, source, def node) of each file that defines ``target``, in the order of _places."""
+    found = []
+    for path in dict.fromkeys(_places(submission, target)):
+        entry = parsed.get(path)
+        if isinstance(entry, tuple):
+            try:
+                found.append((path, entry[0], _find(entry[1], target.qualname)))
             except LookupError:
                 pass
-    return [f[1:] for f in sorted(found, key=lambda f: (f[0], f[1]))]
+    return found
 
 
+# ------------------------------------------------------------------ a body laid over the stub
 def _body_lines(source: str, func, indent_to: int) -> list:
     """The body of ``func`` after its docstring, re-indented from its column to ``indent_to``."""
     start, end = body_span(func)
-    lines = source.splitlines(keepends=True)[start:end]
+    lines = source_lines(source)[start:end]
     shift = indent_to - func.col_offset
     if shift > 0:
         return [(" " * shift + ln) if ln.strip() else ln for ln in lines]
@@ -86,20 +168,127 @@ def take_body(copy_source: str, qualname: str, source: str, func) -> str:
     """``copy_source`` with the body of ``qualname`` replaced by ``func``'s body from ``source``."""
     target = _find(ast.parse(copy_source), qualname)
     start, end = body_span(target)
-    lines = copy_source.splitlines(keepends=True)
+    lines = source_lines(copy_source)
     body = _body_lines(source, func, target.col_offset)
     if not body or not "".join(body).strip():
         return copy_source
-    if not body[-1].endswith("\n"):
+    if not body[-1].endswith(("\n", "\r")):
         body[-1] += "\n"
     return "".join(lines[:start] + body + lines[end:])
 
 
-def _outside(tree, pristine, qualnames) -> list:
+def _stage_target(root: Path, t, rel: str, source: str, func) -> str | None:
+    """Lay one body into the staged copy; a note when it cannot be."""
+    path = (root / "minitransformer" / Path(*t.module.split("."))).with_suffix(".py")
+    try:
+        new = take_body(path.read_text(encoding="utf-8"), t.qualname, source, func)
+        ast.parse(new)
+    except SyntaxError:
+        return f"{rel}: the body of {t.qualname} does not fit its place; not taken"
+    except PARSE_ERRORS as e:
+        return f"{rel}: the body of {t.qualname} cannot be parsed ({type(e).__name__}); not taken"
+    path.write_text(new, encoding="utf-8")
+    return None
+
+
+def stage(submission, assignments=ASSIGNMENTS) -> tuple:
+    """(staged folder, notes): a fresh pristine copy with the submission's target bodies."""
+    submission = Path(submission)
+    root = Path(tempfile.mkdtemp(prefix="mt-staged-"))
+    try:
+        shutil.copytree(pristine_copy() / "minitransformer", root / "minitransformer")
+        notes, used, parsed = [], {}, Parsed()
+        for a in assignments:
+            for t in a.targets:
+                for path, source, func in _candidates(t, submission, parsed):
+                    note = _stage_target(root, t, _rel(path, submission), source, func)
+                    if note:
+                        notes.append(note)
+                        continue
+                    used.setdefault(path, []).append(t)
+                    break
+        notes += _notes(submission, parsed, used)
+        for path in root.rglob("*"):
+            os.chmod(path, 0o755 if path.is_dir() else 0o644)
+        os.chmod(root, 0o755)
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+    return root, notes
+
+
+def _rel(path: Path, submission: Path) -> str:
+    return path.relative_to(submission).as_posix()
+
+
+# ------------------------------------------------------------------ what was ignored
+def listing(submission: Path) -> tuple:
+    """(the files of the submission, whether the listing stopped early): at most MAX_LISTED
+    entries, MAX_DEPTH folders deep, links not followed."""
+    files, seen, stack = [], 0, [(submission, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            entries = os.scandir(folder)
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                seen += 1
+                if seen > MAX_LISTED:
+                    return sorted(files), True
+                if entry.is_symlink():
+                    continue
+                if entry.is_dir() and entry.name != "__pycache__":
+                    if depth + 1 < MAX_DEPTH:
+                        stack.append((Path(entry.path), depth + 1))
+                    else:
+                        files.append(Path(entry.path))           # noted as a folder too deep
+                elif entry.is_file():
+                    files.append(Path(entry.path))
+    return sorted(files), False
+
+
+def _notes(submission: Path, parsed: Parsed, used: dict) -> list:
+    """A note for each file of the submission the grader did not take whole: the files it read
+    (at a package path) say what of them was ignored; the others are named, never read."""
+    files, cut = listing(submission)
+    notes = []
+    for path in files:
+        rel = _rel(path, submission)
+        if rel == MANIFEST or (path not in used and _as_handed_out(path, rel)):
+            continue
+        if path.is_dir():
+            notes.append(f"{rel}: more than {MAX_DEPTH} folders deep; not read")
+            continue
+        if path.suffix != ".py":
+            notes.append(f"{rel}: not a Python file; ignored")
+            continue
+        if path not in parsed.files:
+            notes.append(f"{rel}: not a file of an assignment at its path; ignored (not read)")
+            continue
+        notes += _ignored(rel, parsed.get(path), used.get(path, []))
+    if cut:
+        notes.append(f"... and more: the listing of the submission stops at {MAX_LISTED} entries (none read)")
+    return notes
+
+
+def _as_handed_out(path: Path, rel: str) -> bool:
+    """Whether the file is one of the student's copy, unchanged (no note for those)."""
+    for candidate in (pristine_copy() / rel, pristine_copy() / "minitransformer" / rel):
+        try:
+            if candidate.is_file() and os.lstat(path).st_size == candidate.stat().st_size <= MAX_BYTES:
+                return candidate.read_bytes() == path.read_bytes()
+        except OSError:
+            return False
+    return False
+
+
+def _outside(tree, pristine_tree, qualnames) -> list:
     """The top-level statements of ``tree`` that neither hold a target nor stand as they are in
-    ``pristine``: what the student changed outside the graded bodies."""
+    ``pristine_tree``: what the student changed outside the graded bodies."""
     tops = {q.split(".")[0] for q in qualnames}
-    kept = {ast.dump(n) for n in pristine.body}
+    kept = {ast.dump(n) for n in pristine_tree.body}
     return [n for n in tree.body if getattr(n, "name", None) not in tops and ast.dump(n) not in kept]
 
 
@@ -109,59 +298,19 @@ def _describe(node) -> str:
     return f"line {node.lineno}: {ast.unparse(node).splitlines()[0][:40]}"
 
 
-def stage(submission, assignments=ASSIGNMENTS) -> tuple:
-    """(staged folder, notes): a fresh pristine copy with the submission's target bodies."""
-    submission = Path(submission)
-    root = Path(tempfile.mkdtemp(prefix="mt-staged-"))
-    shutil.copytree(pristine_copy() / "minitransformer", root / "minitransformer")
-    files = [p for p in _python_files(submission)          # a file as handed out holds no body: not parsed
-             if not _as_handed_out(p, p.relative_to(submission).as_posix())]
-    parsed = {p.relative_to(submission).as_posix(): _parse(p) for p in files}
-    notes, used = [], {}
-    for a in assignments:
-        for t in a.targets:
-            for rel, source, func in _candidates(t, parsed):
-                path = (root / "minitransformer" / Path(*t.module.split("."))).with_suffix(".py")
-                new = take_body(path.read_text(encoding="utf-8"), t.qualname, source, func)
-                try:
-                    ast.parse(new)
-                except SyntaxError:
-                    notes.append(f"{rel}: the body of {t.qualname} does not fit its place; not taken")
-                    continue
-                path.write_text(new, encoding="utf-8")
-                used.setdefault(rel, []).append(t)
-                break
-    for rel, (source, tree) in parsed.items():
-        if rel != MANIFEST:
-            notes += _ignored(rel, source, tree, used.get(rel, []))
-    for path in root.rglob("*"):
-        os.chmod(path, 0o755 if path.is_dir() else 0o644)
-    os.chmod(root, 0o755)
-    return root, notes
-
-
-def _as_handed_out(path: Path, rel: str) -> bool:
-    """Whether the file is one of the student's copy, unchanged (no note for those)."""
-    for candidate in (pristine_copy() / rel, pristine_copy() / "minitransformer" / rel):
-        if candidate.is_file():
-            try:
-                return candidate.read_bytes() == path.read_bytes()
-            except OSError:
-                return False
-    return False
-
-
-def _ignored(rel: str, source, tree, targets: list) -> list:
-    if isinstance(tree, SyntaxError):
-        return [f"{rel}: not valid Python ({tree.msg}, line {tree.lineno}); ignored"]
-    if tree is None:
-        return [f"{rel}: not a Python file; ignored"]
+def _ignored(rel: str, entry, targets: list) -> list:
+    if isinstance(entry, Unreadable):
+        return [f"{rel}: {entry}; ignored"]
     if not targets:
         return [f"{rel}: holds none of the assignments' functions; ignored"]
-    pristine = (pristine_copy() / "minitransformer" / Path(*targets[0].module.split("."))).with_suffix(".py")
+    source, tree = entry
+    pristine_file = (pristine_copy() / "minitransformer" / Path(*targets[0].module.split("."))).with_suffix(".py")
     qualnames = [t.qualname for t in targets]
-    changed = _outside(tree, ast.parse(pristine.read_text(encoding="utf-8")), qualnames)
-    if changed:
+    try:
+        changed = _outside(tree, ast.parse(pristine_file.read_text(encoding="utf-8")), qualnames)
         shown = ", ".join(_describe(n) for n in changed[:4]) + (" ..." if len(changed) > 4 else "")
+    except PARSE_ERRORS:
+        changed, shown = [None], "code nested too deeply to show"
+    if changed:
         return [f"{rel}: only the bodies of {', '.join(qualnames)} are graded; ignored: {shown}"]
     return []

@@ -1,0 +1,219 @@
+"""What a graded case is, without how its inputs are drawn: the copy's side of the cases.
+
+The trusted side (homework/cases.py) holds the drawers: a ``GradedCase`` there has a
+``draw`` that makes a case's inputs from the grading seed. A student's copy holds no
+drawer (it could be replayed to find the seed): it reads the same records, ``draw``
+None, from the numbers the export stored (homework/expected.py). ``case_table()`` is
+whichever this package has.
+
+    Case          a drawn case: inputs, options, what backward returns gradients for
+    GradedCase    one named case of an assignment: which functions, which tensors, dtype
+    tolerance     the relative error a right tensor stays within
+    run_pair      a functional pair on a case in this process (run_module: a Module)
+    Local         the student's code in this process, with the Sandbox's interface
+
+None of this computes an assigned function: it calls the functions it is given.
+"""
+from __future__ import annotations
+
+import importlib
+import traceback
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .assignments import Check
+
+FLOAT64_TOL = 1e-7   # a correct float64 result is ~1e-12 off the reference; a bug ~1e-2 or more
+FLOAT32_TOL = 1e-4   # float32 keeps ~7 digits; a sum of a few hundred terms loses one or two
+STUDENT = "minitransformer"                  # the package name inside a student's copy
+REFERENCE = __name__.split(".")[0]           # this package: the reference, or a student's copy
+
+
+@dataclass
+class Case:
+    inputs: dict                                 # name -> array (the differentiable ones are float64)
+    kwargs: dict = field(default_factory=dict)   # non-array arguments
+    wrt: tuple = ()                              # inputs backward returns gradients for, in order
+    factors: dict = field(default_factory=dict)  # label -> (value, hint) for "off by a factor"
+    masked: dict = field(default_factory=dict)   # tensor name -> bool array of masked entries
+
+
+@dataclass(frozen=True)
+class GradedCase:
+    assignment: str
+    name: str                       # as the report shows it
+    check: Check                    # which functions run (from the assignment table)
+    draw: Callable | None           # rng -> Case on the trusted side; None in a student's copy
+    tensors: tuple                  # what is compared: "out", "d<input>", "d<param>", "dmemory"
+    dtype: str = "float64"          # "float32": no numerical check; every result must stay float32
+    numerical: bool = True          # run the numerical gradient check (float64 cases only)
+
+
+def tolerance(case: GradedCase) -> float:
+    return FLOAT32_TOL if case.dtype == "float32" else FLOAT64_TOL
+
+
+def case_table() -> dict:
+    """assignment id -> its GradedCases, the main case first: the trusted table where this package
+    has it, else the records a student's copy stores (no drawers)."""
+    from .expected import in_student_copy
+    if in_student_copy():
+        from .expected import stored_cases
+        return stored_cases()
+    from .cases import CASES
+    return CASES
+
+
+def resolve(package: str, spec: str):
+    """The object ``spec`` = "module:Qual.name" names in ``package``."""
+    module, qualname = spec.split(":")
+    obj = importlib.import_module(f"{package}.{module}")
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+# ------------------------------------------------------------------ a case in this process
+def _copies(inputs: dict) -> dict:
+    return {k: np.array(v, copy=True) for k, v in inputs.items()}
+
+
+def _upstream(g, out):
+    """``g`` itself, or ``g(out)`` when it is a function of the output (a drawn upstream gradient)."""
+    return g(out) if callable(g) else g
+
+
+def run_pair(case: Case, forward, backward, g=None) -> tuple[dict, object]:
+    """{"out": ..., "d<name>": ...} of a functional pair on copies of the case's inputs, and the
+    upstream gradient used (``g``, an array or a function of the output). A forward-only check
+    (backward None) returns only "out"."""
+    out_cache = forward(**_copies(case.inputs), **case.kwargs)
+    if backward is None:
+        return {"out": out_cache}, None
+    out, cache = out_cache
+    g = _upstream(g, out)
+    grads = backward(np.array(g, copy=True), cache)
+    grads = grads if isinstance(grads, tuple) else (grads,)
+    wrt = case.wrt or tuple(k for k, v in case.inputs.items() if v.dtype.kind == "f")
+    result = {"out": out}
+    for i, name in enumerate(wrt):
+        result[f"d{name}"] = grads[i] if i < len(grads) else None
+    return result, g
+
+
+def new(target: str, **kwargs) -> dict:
+    """A constructor argument that is an object (a position hook, a pattern, a BlockSpec): made on the
+    side that builds the Module (module_arguments), from plain values a case can store and send."""
+    return {"new": target, "kwargs": kwargs}
+
+
+def module_arguments(case: Case, make) -> tuple:
+    """(args, kwargs) of a module case's constructor, ``ctor``, with every ``new(target, ...)`` in
+    them made by ``make(target, kwargs)`` (innermost first); a case with a ``spec`` passes
+    (BlockSpec(**spec),). ``make`` runs where the Module is built: this package's classes here,
+    the student's in the confined child (homework/evaluate.py)."""
+    def made(value):
+        if isinstance(value, dict) and set(value) == {"new", "kwargs"}:
+            return make(value["new"], made(value["kwargs"]))
+        if isinstance(value, dict):
+            return {k: made(v) for k, v in value.items()}
+        if isinstance(value, (tuple, list)):
+            return type(value)(made(v) for v in value)
+        return value
+    args, kwargs = case.kwargs["ctor"]
+    if "spec" in case.kwargs:
+        args = (made(new("layers.blocks:BlockSpec", **case.kwargs["spec"])),)
+    return made(tuple(args)), made(dict(kwargs))
+
+
+def build_module(cls, case: Case, package: str | None = None):
+    """The Module of a module case, ``cls(*args, **kwargs)`` (module_arguments), its objects made from
+    ``package``'s classes (this one by default)."""
+    package = package or REFERENCE
+    args, kwargs = module_arguments(case, lambda target, kw: resolve(package, target)(**kw))
+    return cls(*args, **kwargs)
+
+
+def input_gradients(grads, cross: bool) -> dict:
+    """{"dx"} of a Module backward's result, or {"dx", "dmemory"} with cross-attention (which
+    returns the pair); a gradient that is not there is None (an empty tuple, a short one)."""
+    grads = grads if isinstance(grads, tuple) else (grads,)
+    found = {"dx": grads[0] if grads else None}
+    if cross:
+        found["dmemory"] = grads[1] if len(grads) > 1 else None
+    return found
+
+
+def run_module(module, case: Case, g=None) -> tuple[dict, object]:
+    """{"out", "dx", "dmemory" (cross), "d<param>"...} of a Module on copies of the case's inputs."""
+    module.zero_grad()
+    out = module.forward(**_copies(case.inputs))
+    g = _upstream(g, out)
+    grads = module.backward(np.array(g, copy=True))
+    result = {"out": out, **input_gradients(grads, "memory" in case.inputs)}
+    for name, _, grad in module.parameters():
+        result[f"d{name}"] = np.array(grad, copy=True)
+    return result, g
+
+
+# ------------------------------------------------------------------ a student in this process
+class Local:
+    """The student's own copy in this process (a student's local check): no confinement. The
+    same interface as the Sandbox: ``call`` answers the value and the arguments after the call,
+    an exception of the student's code comes back as sandbox.StudentError."""
+
+    def __init__(self):
+        self.echoed = []                 # the arguments of the last two calls (live: as they are now)
+
+    def function(self, spec):
+        fn = resolve(STUDENT, spec)
+
+        def local(*args, **kwargs):
+            return _student(fn, args, kwargs)
+        return local
+
+    def call(self, spec, args=(), kwargs=None) -> tuple:
+        return self.echo(resolve(STUDENT, spec), args, kwargs)
+
+    def echo(self, fn, args, kwargs) -> tuple:
+        args, kwargs = [_copy(a) for a in args], {k: _copy(v) for k, v in (kwargs or {}).items()}
+        value = _student(fn, args, kwargs)
+        self.echoed = (self.echoed + [(tuple(args), kwargs)])[-2:]
+        return value, tuple(_copy(a) for a in args), {k: _copy(v) for k, v in kwargs.items()}   # as after it
+
+    def again(self) -> tuple:
+        """(args, kwargs) of the call before the last, as they are now (the Sandbox's ``again``)."""
+        return self.echoed[0]
+
+    def module(self, spec, *args, **kwargs):
+        return LocalModule(_student(resolve(STUDENT, spec), args, kwargs), self)
+
+
+class LocalModule:
+    """A Module of the student's copy with the Sandbox's RemoteModule ``call``; anything else is
+    the Module's own (gradcheck.check_module takes it as it is)."""
+
+    def __init__(self, module, local: Local):
+        self.module, self.local = module, local
+
+    def __getattr__(self, name):
+        return getattr(self.module, name)
+
+    def call(self, name, args=(), kwargs=None) -> tuple:
+        return self.local.echo(getattr(self.module, name), args, kwargs)
+
+
+def _copy(value):
+    return np.array(value, copy=True) if isinstance(value, np.ndarray) else value
+
+
+def _student(fn, args, kwargs):
+    from .sandbox import StudentError
+    try:
+        return fn(*args, **kwargs)
+    except Exception as e:                   # noqa: BLE001 - the student's code: its result
+        frames = traceback.extract_tb(e.__traceback__)
+        where = f"{frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if frames else ""
+        raise StudentError({"type": type(e).__name__, "message": str(e), "where": where}) from None
