@@ -4,7 +4,7 @@
     python benchmarks/diagnosis_coverage.py softmax layernorm --per-assignment 40 --seed 1
     python benchmarks/diagnosis_coverage.py --list softmax       # the mutants only, not graded
 
-For each assignment, the reference bodies of its target functions (homework/assignments.py)
+For each assignment, the reference bodies of its target functions (named in homework/assignments/<id>.py)
 are mutated with ``ast``, one small change per mutant: + <-> -, * <-> /, a term of a sum or a
 factor of a product dropped, a reduction's axis changed, ``keepdims`` removed, a ``.T`` or
 transpose dropped or added on a matmul operand, a constant changed (c -> 1, n -> n ± 1),
@@ -50,7 +50,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.dirname(HERE), HERE]       # this checkout's package, then train_step
 from train_step import machine  # noqa: E402
 
-from minitransformer.homework.assignments import BY_ID, select  # noqa: E402
+from minitransformer.homework.registry import get, select  # noqa: E402
 from minitransformer.homework.export import PACKAGE_DIR, _find, body_span  # noqa: E402
 from minitransformer.homework.grade import grade  # noqa: E402
 from minitransformer.homework.sandbox import Limits  # noqa: E402
@@ -284,7 +284,7 @@ def classify(result: dict) -> tuple:
 
 def grade_one(folder: Path, assignment, replaced: dict, limits: Limits) -> dict:
     try:
-        return grade(_submission(folder, assignment, replaced), [assignment.id], limits=limits)[0]
+        return grade(_submission(folder, assignment, replaced), [assignment.id], limits=limits)[0].to_dict()
     except Exception as e:                   # noqa: BLE001 - the grader refused the submission: count it
         return {"score": 0.0, "max_score": assignment.points, "status": "exception",
                 "message": f"grader: {type(e).__name__}: {e}", "rows": []}
@@ -347,7 +347,7 @@ def main(argv=None) -> int:
         os.chmod(tmp, 0o755)
         for a in assignments:
             print(f"{a.id}: grading mutants ...", file=sys.stderr, flush=True)
-            rows.append(run_assignment(BY_ID[a.id], args.per_assignment, args.seed, Path(tmp) / "sub", limits))
+            rows.append(run_assignment(get(a.id), args.per_assignment, args.seed, Path(tmp) / "sub", limits))
     keys = ("equivalent", "raised", "caught-diagnosed", "caught-undiagnosed")
     total = {k: sum(r[k] for r in rows) for k in keys}
     caught = total["caught-diagnosed"] + total["caught-undiagnosed"]

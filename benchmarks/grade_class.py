@@ -34,16 +34,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.dirname(HERE), HERE]       # this checkout's package, then train_step
 from train_step import machine  # noqa: E402
 
-from minitransformer.homework.assignments import ASSIGNMENTS  # noqa: E402
 from minitransformer.homework.export import export  # noqa: E402
+from minitransformer.homework.registry import select  # noqa: E402
 
 
-def submissions(folder: Path, students: int, whole: bool = False) -> Path:
+def submissions(folder: Path, students: int, whole: bool = False, ids=("all",)) -> Path:
     """``students`` folders, each holding the target files of a solutions copy, or with ``whole`` the
     whole copy (hard links)."""
     solutions = folder / "solutions"
     export(["all"], solutions, with_solutions=True)
-    files = sorted({f"minitransformer/{t.module.replace('.', '/')}.py" for a in ASSIGNMENTS for t in a.targets})
+    files = sorted({f"minitransformer/{t.module.replace('.', '/')}.py" for a in select(ids) for t in a.targets})
     if whole:
         files = sorted(p.relative_to(solutions).as_posix() for p in solutions.rglob("*") if p.is_file())
     root = folder / "class"
@@ -55,11 +55,12 @@ def submissions(folder: Path, students: int, whole: bool = False) -> Path:
     return root
 
 
-def grade(root: Path, subs: Path, out: Path, seed_file: Path, jobs: int) -> dict:
-    """One timed check-class with the grader of ``root``: seconds, students at full marks."""
+def grade(root: Path, subs: Path, out: Path, seed_file: Path, jobs: int, ids=(), full: float = 95) -> dict:
+    """One timed check-class of the assignments ``ids`` (every one when empty) with the grader of
+    ``root``: seconds, students at full marks (a total of ``full``)."""
     shutil.rmtree(out, ignore_errors=True)
     env = dict(os.environ, PYTHONPATH=str(root), OPENBLAS_NUM_THREADS="1")
-    argv = [sys.executable, "-m", "minitransformer", "homework", "check-class", str(subs), "--out", str(out),
+    argv = [sys.executable, "-m", "minitransformer", "homework", "check-class", str(subs), *ids, "--out", str(out),
             "--jobs", str(jobs), "--seed-file", str(seed_file)]
     start, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(argv, env=env, cwd=out.parent, capture_output=True, text=True)
@@ -68,8 +69,8 @@ def grade(root: Path, subs: Path, out: Path, seed_file: Path, jobs: int) -> dict
     if done.returncode != 0:
         raise SystemExit(f"check-class with {root} failed:\n{done.stderr[-2000:]}")
     rows = list(csv.DictReader((out / "gradebook.csv").read_text().splitlines()))
-    full = sum(1 for r in rows if r["total"] not in ("not graded", "") and float(r["total"]) == 95)
-    return {"seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1), "full_marks": full, "students": len(rows)}
+    at_full = sum(1 for r in rows if r["total"] not in ("not graded", "") and float(r["total"]) == full)
+    return {"seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1), "full_marks": at_full, "students": len(rows)}
 
 
 def main(argv=None) -> None:
@@ -80,19 +81,24 @@ def main(argv=None) -> None:
     p.add_argument("--whole", action="store_true", help="hand in the whole solutions copy, not only the target files")
     p.add_argument("--roots", nargs="+", default=[os.path.dirname(HERE)],
                    help="folders holding a minitransformer/ to grade with (default: this checkout)")
+    p.add_argument("--assignments", nargs="+", default=[], metavar="ID",
+                   help="grade these only (default: every one; name them to time two trees on the same set)")
     args = p.parse_args(argv)
+    chosen = select(args.assignments)
+    full = sum(a.points for a in chosen)
     work = Path(tempfile.mkdtemp(prefix="mt-class-"))
     try:
-        subs = submissions(work, args.students, args.whole)
+        subs = submissions(work, args.students, args.whole, [a.id for a in chosen])
         seed_file = work / "seed.json"
         seed_file.write_text(json.dumps({"seed": secrets.randbits(128)}))
         runs: dict = {str(Path(r).resolve()): [] for r in args.roots}
         for n in range(args.rounds):
             for root in runs:
-                result = grade(Path(root), subs, work / "gradebook", seed_file, args.jobs)
+                result = grade(Path(root), subs, work / "gradebook", seed_file, args.jobs, args.assignments, full)
                 print(f"round {n + 1}, {root}: {result}", file=sys.stderr, flush=True)
                 runs[root].append(result)
         print(json.dumps({"students": args.students, "jobs": args.jobs, "rounds": args.rounds, "whole": args.whole,
+                          "assignments": [a.id for a in chosen],
                           "runs": {root: {"seconds": [r["seconds"] for r in rs],
                                           "median_s": statistics.median(r["seconds"] for r in rs),
                                           "cpu_seconds": [r["cpu_seconds"] for r in rs],

@@ -20,10 +20,12 @@ from pathlib import Path
 import pytest
 
 from minitransformer.cli import main
-from minitransformer.homework.assignments import BY_ID
 from minitransformer.homework.export import _find, body_span, export
 from minitransformer.homework.grade import grade
 from minitransformer.homework.mistakes import catalogue
+from minitransformer.homework.registry import by_id
+
+BY_ID = by_id()
 
 
 def plant(copy: Path, spec: str, *edits) -> None:
@@ -244,8 +246,8 @@ def test_embedding_graded_on_a_vocabulary_that_takes_the_sorted_scatter(tmp_path
     plant(tmp_path, "functional.embedding:_sorted_scatter",
           ("    xp = get_xp(dout2)\n", "    raise NotImplementedError('_sorted_scatter: implement me')\n"))
     result = grade(tmp_path, ["embedding"])[0]
-    failed = [line.split(maxsplit=2)[2] for line in result["rubric"] if line.startswith("  FAIL")]
-    assert failed == ["embedding: a vocabulary above 128 (the sorted scatter)"], result["rubric"]
+    failed = [m.name for m in result.rubric if not m.passed]
+    assert failed == ["embedding: a vocabulary above 128 (the sorted scatter)"], result.rubric
 
 
 def test_the_same_grading_runs_in_process_on_the_students_own_package():
@@ -254,5 +256,5 @@ def test_the_same_grading_runs_in_process_on_the_students_own_package():
     from minitransformer.homework.graded import Local
     from minitransformer.homework.evaluate import run
     result = run("layernorm", Local(), examples=1)
-    assert result["score"] == result["max_score"] == 10 and result["status"] == "ok", result
-    assert {line.split()[0] for line in result["rubric"]} == {"ok"}
+    assert result.score == result.max_score == 10 and result.status == "ok", result
+    assert result.rubric and all(m.passed for m in result.rubric)

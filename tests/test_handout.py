@@ -1,12 +1,15 @@
 """The handout page of an assignment: what to do, with what, how it is graded, what to hand in."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from minitransformer.homework.assignments import ASSIGNMENTS
-from minitransformer.homework.cases import CASES
 from minitransformer.homework.handout import cache_fields, page
+from minitransformer.homework.registry import assignments, case_table
 from minitransformer.homework.rubric import items
+
+ASSIGNMENTS, CASES = assignments(), case_table()
 
 
 @pytest.mark.parametrize("a", [a for a in ASSIGNMENTS], ids=lambda a: a.id)
@@ -34,6 +37,8 @@ def test_prerequisites_and_cache_fields_of_the_pair_only():
 
 
 def test_the_prerequisites_named_are_the_assignments_the_grader_swaps_in():
-    from minitransformer.homework.handout import PREREQUISITES
     for a in ASSIGNMENTS:
-        assert set(PREREQUISITES.get(a.id, ())) == set(a.needs), a.id
+        section = page(a.id).split("### Prerequisites")[1].split("###")[0]
+        named = set(re.findall(r"`(\w+)`", section))
+        assert named == set(a.needs), a.id
+        assert ("stands alone" in section) == (not a.needs), a.id

@@ -15,12 +15,13 @@ from pathlib import Path
 import numpy as np
 
 from minitransformer.cli import main
-from minitransformer.homework.assignments import ASSIGNMENTS, BY_ID, EQUIVALENTS
-from minitransformer.homework.cases import CASES
 from minitransformer.homework.export import export, stub_source
 from minitransformer.homework.handout import page
 from minitransformer.homework.mistakes import catalogue
+from minitransformer.homework.registry import assignments, by_id, case_table
 
+ASSIGNMENTS, BY_ID, CASES = assignments(), by_id(), case_table()
+EQUIVALENTS = {a.id: a.equivalents for a in ASSIGNMENTS if a.equivalents}
 ALL_POINTS = sum(a.points for a in ASSIGNMENTS)
 
 # assignment -> (file in the copy, the line as it is, the planted bug); each loses points in its assignment only

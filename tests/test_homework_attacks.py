@@ -66,14 +66,14 @@ def submission(folder: Path, forward_body: str, *, backward_body: str = FALLBACK
 
 def honest(folder, ids=("softmax",), **kw):
     results = grade(folder, ids, limits=kw.pop("limits", FAST), **kw)
-    return {r["id"]: r for r in results}
+    return {r.id: r for r in results}
 
 
 def test_a_correct_flat_upload_scores_full_marks(tmp_path):
     notes = []
     result = honest(submission(tmp_path / "s", CORRECT, backward_body=CORRECT_BACKWARD,
                                extra={"notes.txt": "hi\n"}), notes=notes)["softmax"]
-    assert result["score"] == result["max_score"] == 5, result
+    assert result.score == result.max_score == 5, result
     assert any("notes.txt" in n for n in notes)
 
 
@@ -103,7 +103,7 @@ def test_delegation_to_the_reference_finds_nothing(tmp_path):
     {FALLBACK}
     """
     result = honest(submission(tmp_path / "s", body))["softmax"]
-    assert result["score"] == 0 and result["status"] == "not implemented", result
+    assert result.score == 0 and result.status == "not implemented", result
 
 
 def test_forged_reports_on_stdout_and_the_channel_are_not_read(tmp_path):
@@ -122,7 +122,7 @@ def test_forged_reports_on_stdout_and_the_channel_are_not_read(tmp_path):
     os._exit(0)
     """
     result = honest(submission(tmp_path / "s", body))["softmax"]
-    assert result["score"] == 0 and result["status"] == "crashed", result
+    assert result.score == 0 and result.status == "crashed", result
 
 
 def test_sitecustomize_and_package_files_beside_the_bodies_are_ignored(tmp_path):
@@ -132,7 +132,7 @@ def test_sitecustomize_and_package_files_beside_the_bodies_are_ignored(tmp_path)
                                            "usercustomize.py": hack})
     notes = []
     result = honest(folder, notes=notes)["softmax"]
-    assert result["score"] == 0 and result["status"] == "not implemented", result
+    assert result.score == 0 and result.status == "not implemented", result
     assert any(n.startswith("sitecustomize.py") for n in notes)
     assert any(n.startswith("minitransformer/__init__.py") for n in notes)
 
@@ -159,7 +159,7 @@ def test_no_process_outlives_the_check_to_rewrite_results(tmp_path):
 
 
 def test_the_installed_reference_cannot_be_changed_for_the_next_student(tmp_path):
-    checks = REFERENCE / "homework" / "checks.py"
+    checks = REFERENCE / "homework" / "assignments" / "softmax.py"          # the drawers of the graded inputs
     before = hashlib.sha256(checks.read_bytes()).hexdigest()
     body = f"""
     for path in ({str(checks)!r}, {str(REFERENCE / "functional" / "softmax.py")!r}):
@@ -170,10 +170,10 @@ def test_the_installed_reference_cannot_be_changed_for_the_next_student(tmp_path
             pass
     {FALLBACK}
     """
-    assert honest(submission(tmp_path / "a", body))["softmax"]["score"] == 0
+    assert honest(submission(tmp_path / "a", body))["softmax"].score == 0
     assert hashlib.sha256(checks.read_bytes()).hexdigest() == before
     innocent = honest(submission(tmp_path / "b", FALLBACK))["softmax"]       # the next student: as before
-    assert innocent["status"] == "not implemented", innocent
+    assert innocent.status == "not implemented", innocent
 
 
 def test_reaching_past_the_audit_hook_writes_and_reads_nothing(tmp_path):
@@ -209,8 +209,8 @@ def test_reaching_past_the_audit_hook_writes_and_reads_nothing(tmp_path):
     """
     before = hashlib.sha256((REFERENCE / "functional" / "softmax.py").read_bytes()).hexdigest()
     result = honest(submission(tmp_path / "s", body, backward_body=CORRECT_BACKWARD))["softmax"]
-    assert result["score"] == 0 and "wrote" not in result["message"], result["message"]
-    assert "PermissionError" in result["message"]
+    assert result.score == 0 and "wrote" not in result.message, result.message
+    assert "PermissionError" in result.message
     assert not (drop / "pwned").exists()
     assert hashlib.sha256((REFERENCE / "functional" / "softmax.py").read_bytes()).hexdigest() == before
 
@@ -290,11 +290,11 @@ def test_a_backward_that_changes_the_forwards_input_through_the_cache_loses_the_
     backward = ("y, axis, x = cache.y, cache.axis, cache.x\nx[...] = 0.0\n"
                 "return y * (dy - (dy * y).sum(axis, keepdims=True))")
     result = honest(submission(tmp_path / "s", forward, backward_body=backward))["softmax"]
-    promise = [row for row in result["rows"] if row["name"].endswith("inputs unchanged") and not row["ok"]]
+    promise = [row for row in result.rows if row.name.endswith("inputs unchanged") and not row.ok]
     assert promise and "your backward changed the forward's input `x` in place through the cache" \
-        in promise[0]["diagnosis"]
+        in promise[0].diagnosis
     integrity = next(item for item in items("softmax") if item.name.startswith("inputs and"))
-    assert result["score"] == pytest.approx(5 - integrity.points), result["rubric"]
+    assert result.score == pytest.approx(5 - integrity.points), result.rubric
 
 
 def test_a_softmax_without_the_max_subtraction_loses_the_large_scores_case_only(tmp_path):
@@ -306,17 +306,17 @@ def test_a_softmax_without_the_max_subtraction_loses_the_large_scores_case_only(
     return y, (y, axis)
     """
     result = honest(submission(tmp_path / "s", body, backward_body=CORRECT_BACKWARD))["softmax"]
-    failed = [line.split(maxsplit=2)[2] for line in result["rubric"] if line.startswith("  FAIL")]
-    assert failed == ["softmax: scores near ±1000 (subtract the row max: exp(1000) overflows)"], result["rubric"]
-    row = next(r for r in result["rows"] if r["name"].startswith("softmax: scores near") and not r["ok"])
-    assert "NaN" in row["diagnosis"] or "inf" in row["diagnosis"], row
+    failed = [m.name for m in result.rubric if not m.passed]
+    assert failed == ["softmax: scores near ±1000 (subtract the row max: exp(1000) overflows)"], result.rubric
+    row = next(r for r in result.rows if r.name.startswith("softmax: scores near") and not r.ok)
+    assert "NaN" in row.diagnosis or "inf" in row.diagnosis, row
 
 
 def test_memory_is_bounded(tmp_path):
     body = "import numpy as np\nhog = np.ones(3 * 2**30 // 8)\nhog[::4096] = 2\n" + FALLBACK
     result = honest(submission(tmp_path / "s", body), limits=Limits(timeout=6.0, budget=20.0, memory_mb=512))
-    assert result["softmax"]["score"] == 0
-    assert "MemoryError" in result["softmax"]["message"], result
+    assert result["softmax"].score == 0
+    assert "MemoryError" in result["softmax"].message, result
 
 
 def test_fork_bombs_and_threads_are_refused(tmp_path):
@@ -340,7 +340,7 @@ def test_fork_bombs_and_threads_are_refused(tmp_path):
         return x, x
     """ + FALLBACK
     result = honest(submission(tmp_path / "s", body))["softmax"]
-    assert result["status"] == "not implemented", result
+    assert result.status == "not implemented", result
 
 
 def test_an_output_flood_is_capped_and_costs_the_grader_nothing(tmp_path):
@@ -358,7 +358,7 @@ def test_an_output_flood_is_capped_and_costs_the_grader_nothing(tmp_path):
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     result = honest(submission(tmp_path / "s", body))["softmax"]
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
-    assert result["status"] == "not implemented", result
+    assert result.status == "not implemented", result
     assert grown_mb < 100, grown_mb
 
 
@@ -375,7 +375,7 @@ def test_a_hang_is_killed_with_everything_it_started(tmp_path):
     """
     start = time.monotonic()
     result = honest(submission(tmp_path / "s", body), limits=Limits(timeout=2.0, budget=10.0))["softmax"]
-    assert result["status"] == "timeout" and result["score"] == 0, result
+    assert result.status == "timeout" and result.score == 0, result
     assert time.monotonic() - start < 10
     alive = [p for p in Path("/proc").glob("[0-9]*") if _cmdline(p).count(marker)]
     assert alive == []
@@ -402,7 +402,7 @@ def test_a_dependency_is_graded_before_its_reference_enters_the_process(tmp_path
         "def attention_forward(q, k, v, mask=None, bias=None, *, p_drop=0.0, rng=None, training=True,\n"
         "                      scale=None):\n" + textwrap.indent(attention_body, "    ") + "\n")})
     results = honest(folder, ("attention", "softmax"))
-    assert results["softmax"]["status"] == "not implemented", results["softmax"]
+    assert results["softmax"].status == "not implemented", results["softmax"]
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the scripts are bash; Gradescope runs Linux")
@@ -508,6 +508,6 @@ def test_code_outside_the_bodies_is_named_and_not_run(tmp_path):
     (folder / "softmax.py").write_text("import os\nos.system('touch /tmp/pwned')\n\ndef _helper(x):\n    return x\n\n" + text)
     notes = []
     result = honest(folder, notes=notes)["softmax"]
-    assert "NameError" in result["message"], result                  # the helper was not taken
+    assert "NameError" in result.message, result                  # the helper was not taken
     assert notes == ["softmax.py: only the bodies of softmax_forward, softmax_backward are graded; "
                      "ignored: line 1: import os, line 2: os.system('touch /tmp/pwned'), def _helper"], notes

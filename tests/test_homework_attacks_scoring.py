@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from minitransformer.homework.assignments import BY_ID
 from minitransformer.homework.classroom import cell
 from minitransformer.homework.diagnose import compare
+from minitransformer.homework.registry import get
 from minitransformer.homework.report import format_notes, format_result
 from minitransformer.homework.wire import read_frame
 
@@ -28,8 +28,8 @@ from test_homework_attacks import CORRECT, CORRECT_BACKWARD, FALLBACK, honest, s
 
 
 def _rubric(result) -> dict:
-    """{check name: passed} from the report's rubric lines."""
-    return {line.split(None, 2)[2].strip(): line.split()[0] == "ok" for line in result["rubric"]}
+    """{check name: passed} of the result's rubric."""
+    return {m.name: m.passed for m in result.rubric}
 
 
 # ------------------------------------------------------------------ what counts as a number
@@ -38,7 +38,7 @@ def test_a_bool_array_of_ones_is_not_every_nonzero_number(tmp_path):
     layernorm); a bool where numbers are expected is wrong, and said so."""
     result = honest(submission(tmp_path / "s", "import numpy as np\nreturn np.ones(x.shape, dtype=bool), None",
                                backward_body="import numpy as np\nreturn np.ones(dy.shape, dtype=bool)"))["softmax"]
-    assert result["score"] == 0, result
+    assert result.score == 0, result
     assert "a bool array where real numbers (float64) are expected" in format_result(result)
 
 
@@ -62,7 +62,7 @@ def test_raising_after_a_right_first_example_fails_the_checks_it_skipped(tmp_pat
     body = "import builtins\nbuiltins._calls = getattr(builtins, '_calls', 0) + 1\n" \
            "if builtins._calls > 1:\n    raise ValueError('only once')\n" + CORRECT
     result = honest(submission(tmp_path / "s", body, backward_body=CORRECT_BACKWARD))["softmax"]
-    assert result["score"] == 0 and result["status"] == "exception", result
+    assert result.score == 0 and result.status == "exception", result
     assert not any(_rubric(result).values())
 
 
@@ -72,7 +72,7 @@ def test_a_dict_from_backward_is_a_wrong_gradient_not_a_grader_crash(tmp_path):
     result = honest(submission(tmp_path / "s", CORRECT,
                                backward_body="y, axis = cache\nreturn {'dx': y * (dy - (dy * y).sum(axis, keepdims=True))}"
                                ))["softmax"]
-    assert result["status"] == "fail" and _rubric(result)["softmax: rows of x (B, T, n) · forward"], result
+    assert result.status == "fail" and _rubric(result)["softmax: rows of x (B, T, n) · forward"], result
     assert not _rubric(result)["softmax: rows of x (B, T, n) · dx"]
     text = format_result(result)
     assert "not an array: a dict" in text and "numerical check" in text and "could not run" in text
@@ -101,14 +101,14 @@ def test_a_module_hiding_a_parameter_cannot_hide_its_wrong_gradient(tmp_path):
         return (item for item in shown(self, prefix) if not item[0].endswith(("W_o", "b_o")))
     m.Module.parameters = parameters
     """ + FALLBACK
-    target = BY_ID["mha"].targets[0]
+    target = get("mha").targets[0]
     backward = reference_source(target).replace('self._accumulate_pair("W_o", dW_o, "b_o", db_o)', "pass")
     assert backward.count("pass") == 1
     folder = submission(tmp_path / "s", hide, extra={"minitransformer/layers/attention.py":
                                                      "class MultiHeadAttention:\n" + _indent(backward)})
     mha = honest(folder, ("softmax", "mha"))["mha"]
-    assert mha["score"] == 0 and mha["status"] == "exception", mha
-    assert "the module's parameters differ from the given ones: expected W_o (8, 8), b_o (8,)" in mha["message"]
+    assert mha.score == 0 and mha.status == "exception", mha
+    assert "the module's parameters differ from the given ones: expected W_o (8, 8), b_o (8,)" in mha.message
 
 
 def reference_source(target) -> str:
@@ -173,9 +173,9 @@ def test_a_forged_reply_nested_too_deeply_costs_its_assignment_only(tmp_path):
     """ + FALLBACK
     folder = submission(tmp_path / "s", body, extra={"activations.py": "def relu_forward(x):\n    return x * (x > 0)\n"})
     results = honest(folder, ("softmax", "relu"))
-    assert results["softmax"]["status"] == "crashed" and results["softmax"]["score"] == 0, results["softmax"]
-    assert "malformed message: a message nested too deeply" in results["softmax"]["message"]
-    assert results["relu"]["status"] != "crashed", results["relu"]          # a fresh child for the next one
+    assert results["softmax"].status == "crashed" and results["softmax"].score == 0, results["softmax"]
+    assert "malformed message: a message nested too deeply" in results["softmax"].message
+    assert results["relu"].status != "crashed", results["relu"]          # a fresh child for the next one
 
 
 # ------------------------------------------------------------------ the report and the gradebook
@@ -186,7 +186,7 @@ def test_an_exception_message_or_a_file_name_cannot_forge_report_lines(tmp_path)
     notes: list = []
     result = honest(folder, notes=notes)["softmax"]
     text = format_result(result) + "\n" + format_notes(notes)
-    assert result["score"] == 0
+    assert result.score == 0
     assert not any(line.startswith(("== softmax: 5/5", "   rubric: all ok")) for line in text.splitlines())
     assert "\x1b" not in text and "\u202e" not in text and "\\x1b[2K" in text
     assert len([n for n in notes if "HYPERLINK" in n]) == 1

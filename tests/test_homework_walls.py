@@ -30,8 +30,9 @@ sys.path.insert(0, os.path.dirname(__file__))
 import walls_attacks as W  # noqa: E402
 from minitransformer.cli import main  # noqa: E402
 from minitransformer.homework import child, classroom, walls  # noqa: E402
-from minitransformer.homework.assignments import ASSIGNMENTS  # noqa: E402
 from minitransformer.homework.export import TRUSTED, export  # noqa: E402
+from minitransformer.homework.registry import assignments  # noqa: E402
+from minitransformer.homework.result import Result  # noqa: E402
 from minitransformer.homework.sandbox import Limits  # noqa: E402
 from test_homework_attacks import CORRECT, CORRECT_BACKWARD, SECRET, honest, seed_file, submission  # noqa: E402
 
@@ -54,7 +55,7 @@ def files(folder: Path, named: dict) -> Path:
 
 
 def not_implemented(result) -> bool:
-    return result["score"] == 0 and result["status"] == "not implemented"
+    return result.score == 0 and result.status == "not implemented"
 
 
 # ------------------------------------------------------------------ running as an ordinary user
@@ -120,10 +121,10 @@ def grade_as(who: str, folder: Path, ids, work: Path) -> dict:
     code = ("import json, sys\nfrom minitransformer.homework.grade import grade\n"
             "from minitransformer.homework.sandbox import Limits\n"
             f"r = grade({str(folder)!r}, {list(ids)!r}, limits=Limits(timeout=8.0, budget=30.0))\n"
-            "print(json.dumps({x['id']: x for x in r}))\n")
+            "print(json.dumps({x.id: x.to_dict() for x in r}))\n")
     done = as_user(code, work)
     assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout.splitlines()[-1])
+    return {k: Result.from_dict(v) for k, v in json.loads(done.stdout.splitlines()[-1]).items()}
 
 
 # ------------------------------------------------------------------ row 1: the catalogue in the copy
@@ -140,9 +141,11 @@ def test_the_catalogue_the_drawers_and_the_reference_code_are_nowhere_the_studen
     results = honest(sub, ("attention", "dropout", "causal_mask", "sinusoidal"), limits=FAST)
     assert all(not_implemented(r) for r in results.values()), results
     export(["all"], tmp_path / "copy")
-    shipped = {p.name for p in (tmp_path / "copy" / "minitransformer" / "homework").glob("*.py")}
-    assert shipped and not shipped & set(TRUSTED)
-    assert (tmp_path / "copy" / "minitransformer" / "homework" / "copy.json").is_file()
+    home = tmp_path / "copy" / "minitransformer" / "homework"
+    shipped = {p.relative_to(home).as_posix() for p in home.rglob("*.py")}
+    assert shipped and not [s for s in shipped if s.split("/")[0] in TRUSTED], shipped
+    assert "assignments" in TRUSTED and not (home / "assignments").exists()   # every assignment's own file
+    assert (home / "copy.json").is_file()
 
 
 # ------------------------------------------------------------------ row 2: the reference source sent to the child
@@ -153,8 +156,8 @@ def test_no_reference_source_ever_reaches_the_child(tmp_path):
     sub = files(tmp_path / "s", {"linear.py": body("linear_forward", "x, W, b=None", W.CATCH_SOURCE_LINEAR),
                                  "attention.py": body("attention_forward", ATTENTION, W.SHOW_SOURCE_ATTENTION)})
     results = honest(sub, ("linear", "attention"), limits=FAST)
-    caught = results["attention"]["message"]
-    assert results["attention"]["score"] == 0 and results["linear"]["score"] == 0, results
+    caught = results["attention"].message
+    assert results["attention"].score == 0 and results["linear"].score == 0, results
     assert "def " not in caught and "return" not in caught and "np." not in caught, caught
 
 
@@ -182,11 +185,11 @@ def test_a_body_asking_the_grader_for_a_graded_target_is_refused(tmp_path):
                                  "rope.py": body("rope_forward", "x, offset=0, base=10000.0, layout='interleaved', "
                                                  "scale=1.0", rope)})
     results = honest(sub, ("attention", "rope"), limits=FAST)
-    assert results["attention"]["score"] == 0 and "refused: attention_forward (answered by the grader, not your " \
-        "code): attention_forward is graded in attention" in results["attention"]["message"], results["attention"]
-    assert results["rope"]["score"] == 0 and "refused: softmax_forward (answered by the grader, not your code): " \
+    assert results["attention"].score == 0 and "refused: attention_forward (answered by the grader, not your " \
+        "code): attention_forward is graded in attention" in results["attention"].message, results["attention"]
+    assert results["rope"].score == 0 and "refused: softmax_forward (answered by the grader, not your code): " \
         "softmax_forward: while rope is graded the grader answers only the functions it builds on (nothing)" \
-        in results["rope"]["message"], results["rope"]["message"]
+        in results["rope"].message, results["rope"].message
 
 
 def test_a_needed_call_too_large_is_refused_before_the_grader_computes_it(tmp_path):
@@ -203,8 +206,8 @@ def test_a_needed_call_too_large_is_refused_before_the_grader_computes_it(tmp_pa
     """
     sub = files(tmp_path / "s", {"attention.py": body("attention_forward", ATTENTION, big)})
     attention = honest(sub, ("attention",), limits=FAST)["attention"]
-    assert attention["score"] == 0 and "refused: softmax_forward (answered by the grader, not your code): an " \
-        "array of shape (1, 1, 4, 1000) (at most 128 along an axis)" in attention["message"], attention["message"]
+    assert attention.score == 0 and "refused: softmax_forward (answered by the grader, not your code): an " \
+        "array of shape (1, 1, 4, 1000) (at most 128 along an axis)" in attention.message, attention.message
 
 
 # ------------------------------------------------------------------ row 3: replaying the drawers
@@ -284,7 +287,7 @@ class Listeners:
 
 
 def _doors(result) -> dict:
-    text = result["message"].split("walls: ", 1)[1].split(" (at ")[0]
+    text = result.message.split("walls: ", 1)[1].split(" (at ")[0]
     return dict(item.split("=") for item in text.split())
 
 
@@ -307,7 +310,7 @@ def test_past_the_audit_hook_the_kernel_refuses_every_door(tmp_path, shared, who
     assert set(doors) == {"fallocate", "udp", "unix", "memfd", "fork", "ptrace", "process_vm_readv", "unshare",
                           "mount"}
     assert "ok" not in doors.values(), doors
-    assert heard == [] and result["score"] == 0
+    assert heard == [] and result.score == 0
 
 
 @pytest.mark.skipif(not walls.seccomp_available(), reason="this kernel takes no seccomp filter")
@@ -443,8 +446,8 @@ def test_a_child_that_cannot_raise_its_walls_grades_nothing(tmp_path, monkeypatc
     leaves every assignment "not graded", with the reason."""
     monkeypatch.setattr("minitransformer.homework.sandbox._program", lambda: "")
     result = honest(submission(tmp_path / "s", CORRECT, backward_body=CORRECT_BACKWARD))["softmax"]
-    assert result["score"] is None and result["status"] == "not graded"
-    assert "could not be walled in: no seccomp" in result["message"]
+    assert result.score is None and result.status == "not graded"
+    assert "could not be walled in: no seccomp" in result.message
 
 
 # ------------------------------------------------------------------ row 10: an echo emptied in the child
@@ -453,9 +456,8 @@ def test_an_echo_emptied_from_inside_the_child_costs_the_promise_not_the_run(tmp
     the parent died (IndexError). Now the values earn their checks and only the promise that the
     inputs stayed unchanged (half a check) is lost: it cannot be shown."""
     result = honest(submission(tmp_path / "s", CORRECT, backward_body=W.EMPTY_ECHO_BACKWARD))["softmax"]
-    assert result["score"] == pytest.approx(5 - 5 / 5.5 / 2, abs=0.01), result["rubric"]
-    assert [line.split(None, 2)[2] for line in result["rubric"] if line.startswith("  FAIL")] == \
-        ["inputs and upstream gradient left unchanged"]
+    assert result.score == pytest.approx(5 - 5 / 5.5 / 2, abs=0.01), result.rubric
+    assert [m.name for m in result.rubric if not m.passed] == ["inputs and upstream gradient left unchanged"]
 
 
 # ------------------------------------------------------------------ row 11: staging
@@ -501,7 +503,7 @@ def test_staging_reads_the_body_as_python_does(tmp_path, make):
     """A correct relu upload scored 0: the body cut or never read, or the parent crashed. Only the
     package's paths are read, decoded and split into lines as Python does: 2/2."""
     make(tmp_path)
-    assert honest(tmp_path, ("relu",), limits=FAST)["relu"]["score"] == 2
+    assert honest(tmp_path, ("relu",), limits=FAST)["relu"].score == 2
     chain = [tmp_path / "d"]
     while (chain[-1] / "d").is_dir():                     # the deep folder, innermost first: no
         chain.append(chain[-1] / "d")                     # recursion for pytest's cleanup to run out of
@@ -646,12 +648,11 @@ def test_no_callable_of_a_copy_reproduces_a_graded_target(tmp_path):
     call (_one_numpy_call_away). Left out: the lectures (teaching text, the handout's business),
     the command line, and the child's and the sandbox's code, which confine the calling process or
     start others (they compute nothing)."""
-    from minitransformer.homework.cases import CASES, reference_results
-    from minitransformer.homework.reference import draw
+    from minitransformer.homework.reference import draw, reference_results
     export(["all"], tmp_path / "copy")
     arrays, table = {}, {}
-    for a in ASSIGNMENTS:
-        graded = CASES[a.id][0]
+    for a in assignments():
+        graded = a.main
         case = draw(graded, SECRET, 0, 0)
         if graded.check.checker == "module":
             continue                                       # a Module's backward needs its own forward first
@@ -793,7 +794,7 @@ def test_a_message_may_build_only_the_packages_caches_and_plain_objects():
     tree = whole.encode({"cache": __import__("minitransformer.functional.softmax", fromlist=["x"]).SoftmaxCache(
         np.ones(3), -1)}, blobs)
     assert type(Whole("minitransformer").decode(tree, blobs)["cache"]).__name__ == "SoftmaxCache"
-    for bad in ({"named": "homework.cases:GradedCase", "fields": []}, {"named": "layers.module:Module", "fields": []},
+    for bad in ({"named": "homework.assignment:GradedCase", "fields": []}, {"named": "layers.module:Module", "fields": []},
                 {"object": "functional.softmax:SoftmaxCache", "state": {"dict": {}}},
                 {"object": "os:system", "state": {"dict": {}}}):
         with pytest.raises(ValueError):

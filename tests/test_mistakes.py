@@ -17,14 +17,15 @@ from minitransformer.functional.erf import erfc
 from minitransformer.functional.heads import merge_heads, split_heads
 from minitransformer.functional.linear import linear_backward, linear_forward
 from minitransformer.functional.repeat_kv import repeat_kv_backward
-from minitransformer.homework.cases import (CASES, build_module, by_name, reference_results, run_module,
-                                            run_pair, trial_inputs)
-from minitransformer.homework.graded import resolve
+from minitransformer.homework.graded import build_module, resolve, run_module, run_pair
+from minitransformer.homework.reference import reference_results, trial_inputs
+from minitransformer.homework.registry import case_table, find_case as by_name
 from minitransformer.homework.mistakes import (catalogue, diagnose, diagnose_all, dtype_message,
                                                mutation_message, nan_message)
 from minitransformer.layers.residual import Residual
 
 SEEDS = (0, 1)
+CASES = case_table()
 
 
 def _function(graded):
@@ -43,7 +44,7 @@ def _diagnoses(case_name, forward=None, backward=None, module_patch=None, seeds=
             module_patch(module)
             student, _ = run_module(module, case, g=g)
         elif graded.check.backward is None:
-            student = {"out": forward(**case.kwargs)}
+            student = {"out": forward(**{k: np.array(v, copy=True) for k, v in case.inputs.items()}, **case.kwargs)}
         else:
             student, _ = run_pair(case, forward or resolve("minitransformer", graded.check.forward),
                                   backward or resolve("minitransformer", graded.check.backward), g=g)
@@ -526,6 +527,45 @@ def sinusoidal(kind):
     return sinusoidal_table
 
 
+def numerical_gradient(kind=None):
+    """A student's central differences (CS231n's loop, x perturbed in place and put back), one thing wrong."""
+    def numerical_gradient(f, x, df, h=1e-6, coords=None):
+        dx = np.zeros_like(x)
+        it = np.nditer(x, flags=["multi_index"], op_flags=["readwrite"])
+        while not it.finished:
+            ix = it.multi_index
+            flat = int(np.ravel_multi_index(ix, x.shape))
+            if coords is None or kind == "every" or flat in set(np.asarray(coords).tolist()):
+                old = x[ix]
+                x[ix] = old + h
+                pos = np.array(f(x), copy=True)
+                x[ix] = old - h
+                neg = np.array(f(x), copy=True)
+                x[ix] = old
+                if kind == "forward":
+                    neg = np.array(f(x), copy=True)
+                weight = 1.0 if kind == "no-upstream" else df
+                step = h if kind in ("forward", "not-halved") else 2 * h
+                dx[ix] = np.sum((pos - neg) * weight) / step
+            it.iternext()
+        return dx
+    return numerical_gradient
+
+
+def relative_error(kind=None):
+    """A student's relative error, its denominator written one way or another."""
+    def relative_error(a, n):
+        diff = np.max(np.abs(a - n))
+        if kind == "one-scale":
+            return diff / np.max(np.abs(a))                      # relative to the analytic side alone
+        if kind == "sum":
+            return diff / (np.max(np.abs(a)) + np.max(np.abs(n)))
+        if kind == "per-entry":
+            return np.max(np.abs(a - n) / np.maximum(np.abs(a), np.abs(n)))
+        return diff / max(np.max(np.abs(a)), np.max(np.abs(n)), 1e-300)
+    return relative_error
+
+
 # ------------------------------------------------------------------ module bugs: a student's backward
 def mha_backward(kind):
     def backward(self, dy):
@@ -771,6 +811,20 @@ PLANTED = {
     "sinusoidal-exponent": ("sinusoidal: even d", "out", sinusoidal("exponent"), None),
     "sinusoidal-halves": ("sinusoidal: even d", "out", sinusoidal("halves"), None),
     "sinusoidal-frequency-inverted": ("sinusoidal: even d", "out", sinusoidal("inverted"), None),
+    "gradcheck-one-sided": ("numerical_gradient: f(x) = tanh(x W + b), x (B, d_in)", "out",
+                            numerical_gradient("forward"), None),
+    "gradcheck-not-halved": ("numerical_gradient: f(x) a number (log Σ exp x), df a number", "out",
+                             numerical_gradient("not-halved"), None),
+    "gradcheck-no-upstream": ("numerical_gradient: f(x) = tanh(x W + b), x (B, d_in)", "out",
+                              numerical_gradient("no-upstream"), None),
+    "gradcheck-coords-ignored": ("numerical_gradient: 8 entries of x (B, T, C) (coords)", "out",
+                                 numerical_gradient("every"), None),
+    "relative-error-one-scale": ("relative_error: the estimate twice as large (the larger scale divides)", "out",
+                                 relative_error("one-scale"), None),
+    "relative-error-sum-of-scales": ("relative_error: a gradient and an estimate close to it", "out",
+                                     relative_error("sum"), None),
+    "relative-error-per-entry": ("relative_error: a gradient and an estimate close to it", "out",
+                                 relative_error("per-entry"), None),
 }
 MODULE_PLANTED = {
     "mha-dmemory-missing": ("mha: cross-attention (dmemory, W_kv)", "dmemory", mha_backward("no-dmemory")),
@@ -894,6 +948,15 @@ def test_correct_code_written_afresh_gets_no_diagnosis(assignment, forward, back
                 assert messages == {}
 
 
+def test_a_gradient_checker_written_afresh_is_right_on_every_known_function():
+    """CS231n's loop, x perturbed in place: within the tolerance of the closed-form gradients, no
+    diagnosis; the relative error as defined: the same."""
+    for graded in CASES["gradcheck"]:
+        planted = numerical_gradient() if graded.check.forward.endswith("numerical_gradient") else relative_error()
+        for student, messages in _diagnoses(graded.name, planted):
+            assert messages == {}, graded.name
+
+
 def test_the_reference_itself_gets_no_diagnosis_in_any_case():
     for graded in (g for cases in CASES.values() for g in cases):
         case = graded.draw(np.random.default_rng(5))
@@ -1005,9 +1068,9 @@ def test_a_family_stored_in_a_students_copy_is_recognised(tmp_path):
     stored = expected.Stored(tmp_path / "homework")
     assert any("#" in k for k in stored.arrays.files)           # the candidates after the first, keyed dx#k
     i, graded = next((i, g) for i, g in enumerate(CASES["rope"]) if g.name == "rope: half-split layout")
-    case, ref, g, _ = stored.case(graded, i, 0, expected.PUBLIC_SEED)
-    student, _ = run_pair(case, *student_rope_line("backward", 1, 0, 0), g=g)
-    messages = stored.diagnose(graded, i, 0, case, g, student, ref)
+    drawn = stored.case(graded, i, 0, expected.PUBLIC_SEED)
+    student, _ = run_pair(drawn.case, *student_rope_line("backward", 1, 0, 0), g=drawn.upstream)
+    messages = stored.diagnose(graded, i, 0, drawn, student)
     assert messages == {"dx": _message("rope-backward-rotation-term")}
 
 

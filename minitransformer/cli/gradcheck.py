@@ -19,6 +19,7 @@ import sys
 from ..gradcheck.suite import layer_checks
 from ..homework.ownpair import TargetError, check_file, parse_shapes
 from ..homework.report import format_result
+from ..homework.result import FAIL, OK, Result
 from ..validate import cli_integer
 
 
@@ -29,10 +30,9 @@ def _run_target(target: str, seed: int, shapes: str | None) -> int:
         print(f"gradcheck: {e}", file=sys.stderr)
         return 2
     ok = all(r.ok for r in rows)
-    print(format_result({"id": target, "score": sum(r.ok for r in rows), "max_score": len(rows),
-                         "status": "ok" if ok else "fail", "rows": [r.to_dict() for r in rows],
-                         "message": "" if has_reference else
-                         "no reference for this name: the numerical check only, no diagnoses"}))
+    print(format_result(Result(target, len(rows), sum(r.ok for r in rows), OK if ok else FAIL,
+                               "" if has_reference else "no reference for this name: the numerical check only, "
+                               "no diagnoses", rows)))
     return 0 if ok else 1
 
 

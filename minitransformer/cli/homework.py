@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..homework.assignments import ASSIGNMENTS, select
+from ..homework.registry import UnknownAssignment, assignments, select
 from ..validate import cli_integer, cli_real
 
 SECRET_BITS = 128
@@ -41,11 +41,12 @@ class Refused(Exception):
 
 def _list() -> int:
     print(f"{'id':<14} {'points':>6}  {'lecture':<38} title")
-    for a in ASSIGNMENTS:
+    every = assignments()
+    for a in every:
         print(f"{a.id:<14} {a.points:>6}  {a.lecture:<38} {a.title}")
         for t in a.targets:
             print(f"{'':<14} {'':>6}  {'':<38}   writes minitransformer.{t}")
-    print(f"total {sum(a.points for a in ASSIGNMENTS)} points")
+    print(f"total {sum(a.points for a in every)} points")
     return 0
 
 
@@ -219,6 +220,7 @@ def _check_class(args) -> int:
 
 
 def _score(report) -> str:
+    """A student's total in Gradescope's JSON (report["score"]), or "not graded"."""
     return "not graded" if report["score"] is None else f"{report['score']:g}"
 
 
@@ -254,7 +256,7 @@ def run_homework(args) -> int:
         if args.action != "list":
             _refuse_in_a_copy(args)
         return actions[args.action](args)
-    except (Refused, OutError, ExportError, Unconfined, KeyError) as e:
+    except (Refused, OutError, ExportError, Unconfined, UnknownAssignment) as e:
         print(f"homework: {e.args[0]}", file=sys.stderr)
     except FileNotFoundError as e:
         print(f"homework: {e.filename + ': ' if e.filename else ''}{e.strerror or e.args[0]}", file=sys.stderr)

@@ -4,6 +4,9 @@ The analytic gradient of a scalar objective is compared with central differences
 
     dL/dx_i  ≈  sum((out(x + h e_i) - out(x - h e_i)) * g) / 2h,      L = sum(out * g)
 
+(gradcheck/numerical.py: ``numerical_gradient`` and ``relative_error``, the math; this file
+puts them around a functional pair or a Module, and reports)
+
 where ``g`` is a RANDOM upstream gradient, never all ones: with ones, errors that
 sum to zero hide (the sum over a softmax row has zero gradient whatever the bug).
 
@@ -30,8 +33,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..backend import get_xp, to_numpy
+from .numerical import numerical_gradient, relative_error
 
-TINY = 1e-300       # keeps the relative error defined when both gradients are 0
 DEFAULT_TOL = 1e-7  # a correct float64 backward lands near 1e-9; a bug near 1
 DEFAULT_ATOL = 1e-10  # absolute floor: eps·|L|/h ≈ 1e-16/1e-6, the round-off of the numerical side
 
@@ -74,16 +77,6 @@ class GradcheckResult:
         return "\n".join(lines)
 
 
-def relative_error(analytic, numeric) -> tuple[float, float]:
-    """(max abs error, relative error) between two gradient samples."""
-    a, n = np.asarray(analytic, np.float64), np.asarray(numeric, np.float64)
-    if a.size == 0:
-        return 0.0, 0.0
-    abs_err = float(np.max(np.abs(a - n)))
-    scale = max(float(np.max(np.abs(a))), float(np.max(np.abs(n))), TINY)
-    return abs_err, abs_err / scale
-
-
 def _checker_rng(seed: int):
     """The checker's own stream: seeding it with the data's seed must not make the
     upstream gradient equal the input (a norm ignores exactly that direction)."""
@@ -98,28 +91,12 @@ def _coords(shape, max_coords: int, rng) -> list:
     return sorted(rng.choice(size, size=max_coords, replace=False).tolist())
 
 
-def _numerical(output, g, x, coords, h: float) -> np.ndarray:
-    """Central differences of L = sum(output() * g) w.r.t. ``x.flat[coords]``; x is restored.
-
-    The two outputs are subtracted element by element BEFORE the dot product with
-    g: entries the perturbation does not reach cancel exactly, so the round-off is
-    relative to what changed, not to the whole of L (a large bias would otherwise
-    drown a small weight gradient).
-    """
-    flat = x.reshape(-1)  # a view: perturbing it perturbs x
-    if not get_xp(x).shares_memory(flat, x):
+def _numerical(f, g, x, coords, h: float) -> np.ndarray:
+    """numerical_gradient of L = sum(f(x) * g) at ``x.flat[coords]``; x is restored."""
+    if not get_xp(x).shares_memory(x.reshape(-1), x):
         raise ValueError("gradient check: inputs and parameters must be C-contiguous arrays "
                          "(np.ascontiguousarray), so a perturbation reaches them")
-    grads = np.empty(len(coords))
-    for k, i in enumerate(coords):
-        old = float(flat[i])
-        flat[i] = old + h
-        plus = output()
-        flat[i] = old - h
-        minus = output()
-        flat[i] = old
-        grads[k] = _dot(plus - minus, g) / (2 * h)
-    return grads
+    return numerical_gradient(f, x, g, h, coords).reshape(-1)[coords]
 
 
 def _require_float64(name: str, x) -> None:
@@ -135,23 +112,22 @@ def _upstream(out, rng):
     return xp.asarray(g) if np.ndim(out) else float(g)
 
 
-def _dot(out, g) -> float:
-    return float((out * g).sum()) if np.ndim(out) else float(out) * g
-
-
 def _as_tuple(grads) -> tuple:
     return grads if isinstance(grads, tuple) else (grads,)
 
 
-def _report(result, name, x, analytic, output, g, h, max_coords, rng, tol, atol=DEFAULT_ATOL):
+def _report(result, name, x, analytic, f, g, h, max_coords, rng, tol, atol=DEFAULT_ATOL):
+    """A row of ``result``: the analytic gradient of ``x`` against central differences of ``f``
+    (a function of x) at a sample of its coordinates."""
     if analytic is None:
         return
     if tuple(analytic.shape) != tuple(x.shape):
         raise ValueError(f"gradient of {name}: expected shape {tuple(x.shape)}, got {tuple(analytic.shape)}")
     coords = _coords(x.shape, max_coords, rng)
-    numeric = _numerical(output, g, x, coords, h)
+    numeric = _numerical(f, g, x, coords, h)
     a = to_numpy(analytic).reshape(-1)[coords]
-    abs_err, rel = relative_error(a, numeric)
+    abs_err = float(np.max(np.abs(a - numeric))) if len(coords) else 0.0
+    rel = relative_error(a, numeric)
     result.rows.append(TensorReport(name, tuple(x.shape), abs_err, rel, rel <= tol or abs_err <= atol,
                                     len(coords)))
 
@@ -179,12 +155,13 @@ def check_pair(forward, backward, inputs: dict, *, kwargs=None, wrt=None, seed: 
     if len(grads) < len(wrt):
         raise ValueError(f"backward returned {len(grads)} gradients for {len(wrt)} inputs {wrt}")
 
-    def output():
-        return forward(**inputs, **kwargs)[0]
+    def output(name):
+        """The forward's output as a function of the input ``name`` (the others as given)."""
+        return lambda value: forward(**dict(inputs, **{name: value}), **kwargs)[0]
 
     result = GradcheckResult(tol=tol, atol=atol)
     for name, analytic in zip(wrt, grads):
-        _report(result, name, inputs[name], analytic, output, g, h, max_coords, rng, tol, atol)
+        _report(result, name, inputs[name], analytic, output(name), g, h, max_coords, rng, tol, atol)
     return result
 
 
@@ -210,13 +187,25 @@ def check_module(module, *inputs, seed: int = 0, h: float = 1e-6, tol: float = D
     generators = _generators(module)
     states = [gen.bit_generator.state for gen in generators]
 
-    def run():
+    def run(*args):
         for gen, state in zip(generators, states):
             gen.bit_generator.state = state
-        return module.forward(*inputs, **forward_kwargs)
+        return module.forward(*args, **forward_kwargs)
+
+    def of_input(i):
+        """The output as a function of input i (the others as given)."""
+        return lambda value: run(*inputs[:i], value, *inputs[i + 1:])
+
+    def of_parameter(p):
+        """The output as a function of the parameter p: its values set, then the forward run."""
+        def f(value):
+            if value is not p:
+                p[...] = value
+            return run(*inputs)
+        return f
 
     module.zero_grad()
-    out = run()
+    out = run(*inputs)
     g = _upstream(out, rng)
     input_grads = _as_tuple(module.backward(g))
 
@@ -225,7 +214,9 @@ def check_module(module, *inputs, seed: int = 0, h: float = 1e-6, tol: float = D
         for i, (x, dx) in enumerate(zip(inputs, input_grads)):
             if getattr(getattr(x, "dtype", None), "kind", None) == "f" and dx is not None:
                 _require_float64(f"input[{i}]", x)
-                _report(result, f"input[{i}]", x, dx, run, g, h, max_coords, rng, tol, atol)
+                _report(result, f"input[{i}]", x, dx, of_input(i), g, h, max_coords, rng, tol, atol)
     for name, p, grad in module.parameters():
-        _report(result, name, p, grad.copy(), run, g, h, max_coords, rng, tol, atol)
+        kept = p.copy()                     # a checker that perturbs a copy leaves its last point in p
+        _report(result, name, p, grad.copy(), of_parameter(p), g, h, max_coords, rng, tol, atol)
+        p[...] = kept
     return result

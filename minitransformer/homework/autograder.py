@@ -22,8 +22,8 @@ import stat
 import zipfile
 from pathlib import Path
 
-from .assignments import select
 from .export import PACKAGE_DIR
+from .registry import select
 
 VERSION = "0.0.0+grader"
 

@@ -40,7 +40,7 @@ import struct
 import sys
 
 if __name__ != "__main__":        # imported by the parent; the child runs wire.py's text before this one
-    from .wire import Handle, Whole, apply_state, decode, encode, read_frame, write_frame
+    from .wire import LENT, Handle, Whole, apply_state, decode, encode, read_frame, write_frame
 
 KEPT = 4096                   # handles kept in the child before the oldest go
 NOFILE = 32                   # open files: the channel, the output, an import at a time
@@ -309,6 +309,8 @@ class Server:
         return handle
 
     def lookup(self, id, type_name=""):
+        if type_name == LENT:                # a function of the grader's, for this call: asked about
+            return self._needed(id, id.split(":")[1] if id.count(":") == 2 else "f", owner=False)
         if id not in self.objects:
             raise ValueError(f"no object #{id} (released)")
         return self.objects[id]

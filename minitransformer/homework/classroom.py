@@ -26,15 +26,15 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from .assignments import select
 from .grade import grade, not_graded
+from .registry import select
 from .report import OutError, gradescope, printable
+from .result import NOT_GRADED
 from .sandbox import Limits
 
 MANIFEST = ".minitransformer-gradebook"
 GRADEBOOK = "gradebook.csv"
 SEED_FILE = "seed.json"
-NOT_GRADED = "not graded"
 
 
 def submissions_in(folder) -> list:
@@ -126,11 +126,11 @@ def grade_class(folder, ids=(), out="gradebook", *, jobs: int = 1, limits: Limit
 def _row(name, results, notes, assignments, total) -> list:
     """A gradebook row: a score per assignment ("not graded" where none could be computed), the
     total, and the notes: what was not graded and why, how it was confined, what was ignored."""
-    by_id = {r["id"]: r for r in results}
-    scores = [by_id[a.id]["score"] if a.id in by_id else None for a in assignments]
-    said = [f"{NOT_GRADED}: {r['id']}: {r['message'].removeprefix('not graded: ')}" for r in results
-            if r["score"] is None]
-    said += sorted({r["confinement"] for r in results if r.get("confinement")})
+    by_id = {r.id: r for r in results}
+    scores = [by_id[a.id].score if a.id in by_id else None for a in assignments]
+    said = [f"{NOT_GRADED}: {r.id}: {r.message.removeprefix('not graded: ')}" for r in results
+            if r.score is None]
+    said += sorted({r.confinement for r in results if r.confinement})
     return ([cell(name)] + [NOT_GRADED if s is None else s for s in scores]
             + [NOT_GRADED if total is None else total, cell("; ".join(said + notes)[:600])])
 

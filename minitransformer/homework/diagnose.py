@@ -25,7 +25,24 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-TOL = 1e-7   # relative error of a correct float64 result is ~1e-12; a bug's is ~1
+# The grader's one tolerance: the relative error a right tensor stays within, by dtype. A correct
+# float64 result is ~1e-12 off the reference, a bug ~1e-2 or more; float32 keeps ~7 digits, and a
+# sum of a few hundred terms loses one or two. Every comparison, diagnosis, report and handout
+# reads it from here.
+TOLERANCE = {"float64": 1e-7, "float32": 1e-4}
+TOL = TOLERANCE["float64"]
+
+
+def tolerance(dtype) -> float:
+    """The tolerance of a dtype ("float32", np.float32, an array's dtype): float32's for float32,
+    float64's for anything else."""
+    return TOLERANCE.get(np.dtype(dtype).name, TOLERANCE["float64"])
+
+
+def tolerance_text() -> str:
+    """The tolerance as the report and the handout state it."""
+    return (f"relative error <= {TOLERANCE['float64']:g} in float64, <= {TOLERANCE['float32']:g} in float32, "
+            "per tensor: max |yours - reference| / max(|yours|, |reference|)")
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Grade one assignment on its graded cases (homework/cases.py), in the grader's process.
+"""Grade one assignment on its graded cases (homework/assignments/<id>.py), in the grader's process.
 
 For every graded case of the assignment and every drawn example:
 
@@ -8,7 +8,7 @@ For every graded case of the assignment and every drawn example:
                 are after the call
     reference   the reference's results on the same inputs (this installation's:
                 homework/reference.py, trusted side; or, in a student's copy, the public
-                seed's stored ones: homework/expected.py)
+                seed's stored ones: homework/expected.py), as a ``Drawn``
     compare     each tensor within the case's tolerance (diagnose.compare)
     diagnose    each wrong tensor with the catalogue (mistakes.diagnose_all), its variants
                 computed here from the same inputs
@@ -18,7 +18,8 @@ For every graded case of the assignment and every drawn example:
 
 The outcomes go to the rubric (homework/rubric.py): a wrong tensor fails its own check
 and no other. The numerical gradient check of the student's code runs on the first
-example of each pair's (or Module's) main case and is shown, not scored.
+example of each pair's (or Module's) main case and is shown, not scored. ``run`` returns a
+``result.Result``: the rows, the rubric's marks, the score and the status.
 A ``student`` offers ``call(spec, args, kwargs)`` -> (value, args after, kwargs after),
 ``again()`` -> (args, kwargs) of the call before the last as they are now,
 ``function(spec)`` and ``module(spec, *args, **kwargs)`` (its ``call(method, args,
@@ -28,20 +29,32 @@ from __future__ import annotations
 
 import inspect
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..gradcheck import check_module, check_pair
-from .assignments import BY_ID
 from .diagnose import Row, compare
-from .graded import REFERENCE, case_table, input_gradients, module_arguments, resolve, tolerance
+from .graded import REFERENCE, Case, input_gradients, module_arguments, resolve, tolerance
 from .mistakes import dtype_message, mutation_message
+from .registry import get
+from .result import EXCEPTION, FAIL, NOT_IMPLEMENTED, OK, Result
 from .rubric import UNCHANGED, score
 from .sandbox import ChildGone, StudentError
 
 RAISED, DTYPE, PARAMS = "raised", "dtype", "d(parameters)"
 NOT_PARAMETERS = ("out", "dx", "dmemory", RAISED, DTYPE, UNCHANGED)
 NAN = float("nan")
+
+
+@dataclass
+class Drawn:
+    """One example of a graded case, as the reference gives it: the drawn inputs, the expected results,
+    the upstream gradient (None for a function), a Module's initial parameters (None otherwise)."""
+    case: Case
+    expected: dict
+    upstream: object = None
+    state: dict | None = None
 
 
 def stem(graded) -> str:
@@ -136,7 +149,7 @@ def _judge(tally, graded, ref, g, student, diagnose) -> None:
             rows[tensor] = _row(f"{graded.name} · {tensor}", student[tensor], r, tol)
     if any(not row.ok for row in rows.values()):
         clean = {t: v if _is_array(v) else None for t, v in student.items()}
-        messages = diagnose(clean, ref)
+        messages = diagnose(clean)
         for tensor, row in rows.items():
             if not row.ok and messages.get(tensor) and _is_array(student[tensor]):   # not "returned None"
                 row.diagnosis = messages[tensor]                                     # for a dict
@@ -246,14 +259,15 @@ def _runs_numerical(graded) -> bool:
     """On the first float64 case of each pair or Module (the check is shown, not scored)."""
     if graded.dtype != "float64" or not graded.numerical or graded.check.checker == "function":
         return False
-    return next(g for g in case_table()[graded.assignment] if g.check == graded.check) is graded
+    return next(g for g in get(graded.assignment).cases if g.check == graded.check) is graded
 
 
 # ------------------------------------------------------------------ one case, one assignment
 def grade_case(tally, graded, index, student, reference, seed, examples) -> None:
     """Every example of one graded case into ``tally``; the first exception ends the case."""
     for e in range(examples if reference.examples is None else min(examples, reference.examples)):
-        case, ref, g, state = reference.case(graded, index, e, seed)
+        drawn = reference.case(graded, index, e, seed)
+        case, ref, g, state = drawn.case, drawn.expected, drawn.upstream, drawn.state
         module = None
         try:
             if graded.check.checker == "module":
@@ -264,7 +278,7 @@ def grade_case(tally, graded, index, student, reference, seed, examples) -> None
             results, error = None, err
         if results is not None:
             _judge(tally, graded, ref, g, results,
-                   lambda s, r: reference.diagnose(graded, index, e, case, g, s, r))
+                   lambda student: reference.diagnose(graded, index, e, drawn, student))
             _unchanged(tally, graded, case, afters, g if error is None else None, g_after)
         if error is not None:
             for tensor in _unjudged(ref, results):       # an exception is no pass: right on an earlier
@@ -281,18 +295,18 @@ def _unjudged(ref: dict, results) -> list:
     return [t for t, r in ref.items() if r is not None and (results is None or t not in results)]
 
 
-def run(assignment_id: str, student, *, seed: int = 0, examples: int = 3, reference=None) -> dict:
-    """The result record of one assignment: id, max_score, score, status, message, rows, rubric.
+def run(assignment_id: str, student, *, seed: int = 0, examples: int = 3, reference=None) -> Result:
+    """The Result of one assignment: its rows, the rubric's marks, the score and the status.
 
     The sandbox's own failures (a timeout, a dead process: sandbox.ChildGone) propagate to
     the grader; an exception of the student's code costs the case it happened in.
     """
-    assignment = BY_ID[assignment_id]
+    assignment = get(assignment_id)
     if reference is None:
         from .reference import Computed          # the trusted side: never in a student's copy
         reference = Computed()
     tally = Tally()
-    for index, graded in enumerate(case_table()[assignment_id]):
+    for index, graded in enumerate(assignment.cases):
         try:
             grade_case(tally, graded, index, student, reference, seed, examples)
         except ChildGone:
@@ -300,28 +314,20 @@ def run(assignment_id: str, student, *, seed: int = 0, examples: int = 3, refere
         except StudentError as e:             # raised outside the student's call (a Module's params)
             tally.errors.append((graded.name, e))
             tally.add(graded.name, RAISED, Row(graded.name, "-", NAN, NAN, False, error_text(e)))
-    earned, rubric = score(assignment_id, tally.outcomes)
-    return _record(assignment, tally, earned, rubric)
+    earned, marks = score(assignment_id, tally.outcomes)
+    return _result(assignment, tally, earned, marks)
 
 
-def _record(assignment, tally, earned, rubric) -> dict:
-    result = {"id": assignment.id, "max_score": assignment.points, "score": earned, "status": "ok",
-              "message": "", "rows": [], "rubric": rubric}
+def _result(assignment, tally, earned, marks) -> Result:
     errors = [e for _, e in tally.errors]
-    n_cases = len(case_table()[assignment.id])
-    if len(errors) == n_cases and all(e.type == "NotImplementedError" for e in errors):
-        result.update(status="not implemented", message=error_text(errors[0]), score=0.0)
-        return result
-    passed = all(line.lstrip().startswith("ok") for line in rubric)
-    if not passed:
-        result["status"] = "exception" if errors else "fail"
-    if errors:
-        result["message"] = error_text(errors[0]) + (f" (and {len(errors) - 1} more case(s) raised)"
-                                                     if len(errors) > 1 else "")
-    modules = {g.name for g in case_table()[assignment.id] if g.check.checker == "module"}
+    if len(errors) == len(assignment.cases) and all(e.type == "NotImplementedError" for e in errors):
+        return Result(assignment.id, assignment.points, 0.0, NOT_IMPLEMENTED, error_text(errors[0]), rubric=marks)
+    status = OK if all(m.passed for m in marks) else EXCEPTION if errors else FAIL
+    message = error_text(errors[0]) + (f" (and {len(errors) - 1} more case(s) raised)" if len(errors) > 1
+                                       else "") if errors else ""
+    modules = {g.name for g in assignment.cases if g.check.checker == "module"}
     rows = _collapse_parameters(tally.rows, modules) + list(tally.numerical.values())
-    result["rows"] = [r.to_dict() for r in rows]
-    return result
+    return Result(assignment.id, assignment.points, earned, status, message, rows, marks)
 
 
 def _collapse_parameters(rows: dict, module_cases: set) -> list:

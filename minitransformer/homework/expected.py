@@ -2,21 +2,23 @@
 
 A student's copy has no reference, no input drawer and no catalogue code: its
 assignments' bodies are stubs, then the student's own code, and what computes or
-draws graded values stays on the trusted side (homework/export.py, TRUSTED). So the
-export, which runs with the reference, stores for the public seed 0 and each graded
-case one drawn example: the inputs, the reference's results, the upstream gradient, a
-Module's weights, and what every catalogue mistake computes on those inputs
-(homework/reference.py, ``write_expected``); with them, the records of the cases and
-of the catalogue without their code. ``homework check . ID`` run in the copy then
-checks the student's code the way the grader does (homework/evaluate.py: the same
-cases, comparison, diagnoses, promises and rubric), reading these numbers instead of
-computing them. Numbers only: no reference code enters the copy. It is a local check,
-not a grade: the grader draws other inputs from a secret seed.
+draws graded values stays on the trusted side (homework/export.py, TRUSTED: the
+assignments' files among it). So the export, which runs with the reference, stores for
+the public seed 0 and each graded case one drawn example: the inputs, the reference's
+results, the upstream gradient, a Module's weights, a lent function's table, and what
+every catalogue mistake computes on those inputs (homework/reference.py,
+``write_expected``); and in the copy's mark, the record of every assignment without its
+code (assignment.Assignment.record: targets, points, needs, the cases' names and tensors,
+the catalogue's messages and predicates' names, the handout's text). ``homework check .
+ID`` run in the copy then checks the student's code the way the grader does
+(homework/evaluate.py: the same cases, comparison, diagnoses, promises and rubric),
+reading these numbers instead of computing them. Numbers and text only: no reference
+code enters the copy. It is a local check, not a grade: the grader draws other inputs
+from a secret seed.
 
     in_student_copy(package)  whether a package folder is a student's copy (its mark, MARKER)
+    copy_records()            the copy's assignments, from its mark (registry.assignments() there)
     Stored()                  the reference evaluate.run takes in a student's copy
-    stored_cases()            the copy's graded cases (graded.GradedCase, no drawer)
-    stored_catalogue()        the copy's catalogue (mistakes.Mistake: stored variants, predicates)
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .graded import Case, GradedCase, tolerance
+from .graded import Case, Tabulated, tolerance
 
 PUBLIC_SEED = 0
 HERE = Path(__file__).resolve().parent
@@ -51,11 +53,21 @@ def copy_assignments(package_dir: Path | None = None) -> list:
     return [a for a in found if isinstance(a, str)] if isinstance(found, list) else []
 
 
-def write_marker(package_dir: Path, ids) -> None:
-    """Mark the package at ``package_dir`` as a student's copy of the assignments ``ids``."""
+def write_marker(package_dir: Path, ids, records: list) -> None:
+    """Mark the package at ``package_dir`` as a student's copy of the assignments ``ids``; ``records``:
+    every assignment of the course without its code (assignment.Assignment.record)."""
     marker = {"kind": "a student's copy (homework export): the grader never runs from it",
-              "assignments": list(ids), "public_seed": PUBLIC_SEED}
+              "assignments": list(ids), "public_seed": PUBLIC_SEED, "records": records}
     (Path(package_dir) / "homework" / MARKER).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
+
+
+@lru_cache(maxsize=4)
+def copy_records(folder: Path = HERE) -> tuple:
+    """The assignments of the course as a student's copy holds them (its mark's records): no drawer,
+    the variants' numbers stored, the predicates by name."""
+    from .assignment import Assignment
+    marker = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+    return tuple(Assignment.from_record(r) for r in marker["records"])
 
 
 # ------------------------------------------------------------------ JSON for the non-array options
@@ -89,35 +101,6 @@ def _table(folder: Path = HERE) -> dict:
     return data["assignments"]
 
 
-@lru_cache(maxsize=4)
-def stored_cases(folder: Path = HERE) -> dict:
-    """assignment id -> its GradedCases as the copy stores them (``draw`` None)."""
-    from .assignments import Check
-    table = {}
-    for a, stored in _table(folder).items():
-        table[a] = tuple(GradedCase(a, c["name"], Check(**dict(c["check"], options=unplain(c["check"]["options"]))),
-                                    None, tuple(c["tensors"]), c["dtype"], c["numerical"]) for c in stored["cases"])
-    return table
-
-
-def stored_catalogue(folder: Path = HERE) -> tuple:
-    """The catalogue as the copy stores it: each entry's variants are stored numbers (Stored.diagnose
-    hands them over), its predicate one of mistakes_match.MATCHES."""
-    from .mistakes import Mistake
-    from .mistakes_match import MATCHES
-    found = []
-    for a, stored in _table(folder).items():
-        for m in stored["catalogue"]:
-            found.append(Mistake(a, m["function"], m["name"], tuple(m["tensors"]), m["message"],
-                                 variant=_not_stored if m["variant"] else None, match=MATCHES.get(m["match"])))
-    return tuple(found)
-
-
-def _not_stored(inputs) -> dict:
-    """A variant whose numbers the copy does not hold for these inputs: it explains nothing."""
-    return {}
-
-
 class Stored:
     """evaluate.run's reference in a student's copy: the stored example of each case."""
 
@@ -134,12 +117,16 @@ class Stored:
         return {n: self.arrays[f"{key}/{group}/{n}"] for n in names}
 
     def case(self, graded, index, example, seed):
+        """The stored example of the case, as evaluate.Drawn."""
+        from .evaluate import Drawn
         entry, key = self.table[graded.assignment]["cases"][index], f"{graded.assignment}/{index}"
         if entry["name"] != graded.name:
             raise KeyError(f"the stored expectations do not match the graded case {graded.name!r}: "
                            "export the copy again")
         kwargs = unplain(entry["kwargs"])
         kwargs.update({k[len(key) + 4:]: self.arrays[k] for k in self.arrays.files if k.startswith(f"{key}/kw/")})
+        kwargs.update({name: Tabulated(self.arrays[f"{key}/fn/{name}/points"], self.arrays[f"{key}/fn/{name}/values"],
+                                       step) for name, step in entry.get("functions", {}).items()})
         groups = entry["groups"]
         case = Case(self._group(key, "in", groups["in"]), kwargs, wrt=tuple(entry["wrt"]),
                     factors={k: tuple(v) for k, v in entry["factors"].items()},
@@ -147,11 +134,12 @@ class Stored:
         ref = self._group(key, "ref", groups["ref"])
         g = self.arrays[f"{key}/g"] if f"{key}/g" in self.arrays.files else None
         state = self._group(key, "state", groups["state"]) if groups["state"] else None
-        return case, ref, g, state
+        return Drawn(case, ref, g, state)
 
-    def diagnose(self, graded, index, example, case, g, student, ref) -> dict:
+    def diagnose(self, graded, index, example, drawn, student) -> dict:
         from .evaluate import stem
         from .mistakes import diagnose_all
+        case, g, ref = drawn.case, drawn.upstream, drawn.expected
         key, entry = f"{graded.assignment}/{index}", self.table[graded.assignment]["cases"][index]
         variants = {name: {} for name in entry["variants"]}
         prefix = f"{key}/var/"

@@ -6,12 +6,13 @@ raises ``NotImplementedError("<name>: implement me")``. ``ast`` locates each bod
 lines of the source text are rewritten: everything else stays byte-identical.
 
 No solution stays in the copy: besides the targets, the code that computes them all
-the same (assignments.EQUIVALENTS) is stubbed, and the speed wing (``fast/``) is
-left out. Nothing secret stays either: the trusted side of homework/ (``TRUSTED``:
-the input drawers, the catalogue whose variants re-implement the reference, the
-reference's own grading code, the instructor's commands) is left out; the copy
-checks itself with stored numbers (homework/expected.py) and carries a mark
-(homework/copy.json) by which the grader refuses to run from it. Also written:
+the same (each assignment's ``equivalents``) is stubbed, and the speed wing (``fast/``)
+is left out. Nothing secret stays either: the trusted side of homework/ (``TRUSTED``:
+the assignments' files, whose drawers draw the graded inputs and whose catalogue's
+variants re-implement the reference; the reference's own grading code; the instructor's
+commands) is left out; the copy checks itself with stored numbers (homework/expected.py)
+and carries a mark (homework/copy.json: its assignments, and every assignment's record
+without code) by which the grader refuses to run from it. Also written:
 HOMEWORK.md (the handout), starter_<id>.py per assignment (jupytext percent
 format), and a manifest of every file written.
 
@@ -33,18 +34,19 @@ import re
 import shutil
 from pathlib import Path
 
-from .assignments import ASSIGNMENTS, EQUIVALENTS, select
 from .expected import in_student_copy, write_marker
+from .registry import assignments as every_assignment
+from .registry import select
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 MANIFEST = ".minitransformer-export"
 SPEED_WING = "fast"
-# The trusted side of homework/: what draws graded inputs (cases, checks), re-implements the
-# reference (the catalogue's variants), computes expected results (reference) or grades a class
-# (classroom, autograder). Never in a student's copy, never where the student's code runs.
-TRUSTED = ("cases.py", "checks.py", "mistakes_functional.py", "mistakes_modules.py", "reference.py",
-           "classroom.py", "autograder.py")
+# The trusted side of homework/: what draws graded inputs or re-implements the reference (the
+# assignments' files: their drawers and their catalogue's variants), computes expected results
+# (reference) or grades a class (classroom, autograder). Never in a student's copy, never where
+# the student's code runs.
+TRUSTED = ("assignments", "reference.py", "classroom.py", "autograder.py")
 # What the grader's pristine copy leaves out besides: the student's code never needs them.
 NOT_STAGED = ("homework", "lectures", SPEED_WING)
 
@@ -117,17 +119,21 @@ def strip_speed_code(dest: Path) -> None:
 
 
 def strip_trusted(dest: Path) -> None:
-    """Leave out the trusted side of homework/ (``TRUSTED``) and any numbers a copy stores."""
+    """Leave out the trusted side of homework/ (``TRUSTED``: files, and the assignments' folder whole)."""
     for name in TRUSTED:
-        (dest / "homework" / name).unlink(missing_ok=True)
+        path = dest / "homework" / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
 
 
 def _stubbed(assignments) -> dict:
     """Target -> the stub's message: the assignments' targets and the code that computes them all
-    the same (EQUIVALENTS)."""
+    the same (their ``equivalents``)."""
     targets = {t: "implement me" for a in assignments for t in a.targets}
     for a in assignments:
-        for t in EQUIVALENTS.get(a.id, ()):
+        for t in a.equivalents:
             targets.setdefault(t, f"computes the {a.id} assignment; left out of the student's copy")
     return targets
 
@@ -139,7 +145,7 @@ def pristine(dest: Path, package_dir: Path = PACKAGE_DIR) -> Path:
         top = Path(folder) == Path(package_dir)
         return [n for n in names if n == "__pycache__" or n.endswith(".pyc") or (top and n in NOT_STAGED)]
     shutil.copytree(package_dir, dest, ignore=ignored)
-    _stub_all(dest, _stubbed(ASSIGNMENTS))
+    _stub_all(dest, _stubbed(every_assignment()))
     return dest
 
 
@@ -176,7 +182,7 @@ def export(ids, out, *, with_solutions: bool = False, package_dir: Path = PACKAG
             write_expected(dest, [a.id for a in assignments])
             from ..trace.compare import write_reference        # the reference trace's numbers (docs/trace.md)
             write_reference(dest, assignments)
-        write_marker(dest, [a.id for a in assignments])
+        write_marker(dest, [a.id for a in assignments], [a.record() for a in every_assignment()])
     (out / "HOMEWORK.md").write_text(handout(assignments, package_dir), encoding="utf-8")
     for a in assignments:
         (out / f"starter_{a.id}.py").write_text(starter(a, package_dir), encoding="utf-8")

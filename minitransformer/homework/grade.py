@@ -4,7 +4,7 @@
                  (homework/submission.py); nothing of the submission runs here
     start        one child for the submission (homework/sandbox.py): python -I -S, its own
                  session, the kernel's walls (homework/walls.py), ``nobody`` when we are root
-    per assignment, each after the ones it needs (assignments.grading_order):
+    per assignment, each after the ones it needs (registry.grading_order):
         need     the child turns the functions of the assignments it builds on into
                  questions to this process, answered with the reference, arrays only
                  (homework/needs.py): no reference code enters the child
@@ -33,29 +33,27 @@ import shutil
 import time
 from pathlib import Path
 
-from .assignments import grading_order, needed, select
 from .evaluate import run
 from .expected import Stored, in_student_copy
 from .graded import REFERENCE
 from .needs import Answers
+from .registry import grading_order, needed, select
+from .result import CRASHED, NOT_GRADED, TIMEOUT, Result
 from .sandbox import ChildGone, Limits, Sandbox, Unconfined
 from .submission import stage
 from .walls import missing
 
-NOT_GRADED = "not graded"
 
-
-def _gone(assignment, e: ChildGone, seconds: float) -> dict:
-    status = "timeout" if e.reason == "timeout" else "crashed"
+def _gone(assignment, e: ChildGone, seconds: float) -> Result:
+    status = TIMEOUT if e.reason == "timeout" else CRASHED
     message = f"timed out after {seconds:.0f} s (an infinite loop?)" if str(e).startswith("timed out") else str(e)
-    return {"id": assignment.id, "max_score": assignment.points, "score": 0.0, "status": status,
-            "message": message, "rows": [], "seconds": seconds}
+    return Result(assignment.id, assignment.points, 0.0, status, message, seconds=seconds)
 
 
-def not_graded(assignment, reason: str) -> dict:
-    """The record of an assignment whose grade could not be computed: no score, the reason."""
-    return {"id": assignment.id, "max_score": assignment.points, "score": None, "status": NOT_GRADED,
-            "message": f"not graded: {reason} (the grader's failure, not the student's: re-run it)", "rows": []}
+def not_graded(assignment, reason: str) -> Result:
+    """The Result of an assignment whose grade could not be computed: no score, the reason."""
+    return Result(assignment.id, assignment.points, None, NOT_GRADED,
+                  f"not graded: {reason} (the grader's failure, not the student's: re-run it)")
 
 
 def local_reference():
@@ -64,10 +62,10 @@ def local_reference():
     return Stored() if in_student_copy() else None
 
 
-def _not_stored(assignment) -> dict:
-    return {"id": assignment.id, "max_score": assignment.points, "score": None, "status": NOT_GRADED,
-            "message": f"this copy holds no expected results for {assignment.id}: export it with the "
-                       "assignment (homework export ... --out DIR)", "rows": []}
+def _not_stored(assignment) -> Result:
+    return Result(assignment.id, assignment.points, None, NOT_GRADED,
+                  f"this copy holds no expected results for {assignment.id}: export it with the "
+                  "assignment (homework export ... --out DIR)")
 
 
 def _needs(sandbox, assignment) -> None:
@@ -93,7 +91,7 @@ def _grade_one(a, sandbox, copy_dir, limits, seed, examples, reference, required
         sandbox.deadline = min(start + limits.timeout, budget_end)
         _needs(sandbox, a)
         result = run(a.id, sandbox, seed=seed, examples=examples, reference=reference)
-        result["seconds"] = time.monotonic() - start
+        result.seconds = time.monotonic() - start
         return result, sandbox
     except NotGraded as e:
         return not_graded(a, str(e)), None
@@ -144,7 +142,7 @@ def grade_staged(copy_dir, assignments, *, limits: Limits = Limits(), seed: int 
 
 def grade(submission, ids=(), *, limits: Limits = Limits(), seed: int = 0, examples: int = 3,
           progress=None, notes=None, unconfined: bool = False) -> list:
-    """Every selected assignment of a submission folder, in table order; ``notes`` (a list)
+    """Every selected assignment of a submission folder, in the course's order; ``notes`` (a list)
     receives what of the submission was ignored. Unconfined (or, without ``unconfined``,
     refused with ``Unconfined``) where this machine lacks a wall; every result then says so."""
     assignments = select(ids)
@@ -167,10 +165,10 @@ def grade(submission, ids=(), *, limits: Limits = Limits(), seed: int = 0, examp
         shutil.rmtree(copy_dir, ignore_errors=True)
     if lacking:
         for r in results:
-            r["confinement"] = ("local check, not walled in: no " if local else "graded unconfined: no ") + \
-                               ", no ".join(lacking)
+            r.confinement = ("local check, not walled in: no " if local else "graded unconfined: no ") + \
+                            ", no ".join(lacking)
     order = {a.id: i for i, a in enumerate(assignments)}
-    return sorted(results, key=lambda r: order[r["id"]])
+    return sorted(results, key=lambda r: order[r.id])
 
 
 def refusal(lacking: list) -> str:

@@ -1,14 +1,17 @@
-"""What a graded case is, without how its inputs are drawn: the copy's side of the cases.
+"""A graded case in this process: its drawn inputs, and the functions run on them.
 
-The trusted side (homework/cases.py) holds the drawers: a ``GradedCase`` there has a
-``draw`` that makes a case's inputs from the grading seed. A student's copy holds no
-drawer (it could be replayed to find the seed): it reads the same records, ``draw``
-None, from the numbers the export stored (homework/expected.py). ``case_table()`` is
-whichever this package has.
+An assignment (homework/assignment.py) names its graded cases; a case's drawer, on the
+trusted side (homework/assignments/), makes a ``Case`` from the grading seed. A student's
+copy holds no drawer (it could be replayed to find the seed): it reads the same cases'
+records from its mark, and the public seed's drawn ``Case`` from the numbers the export
+stored (homework/expected.py).
 
     Case          a drawn case: inputs, options, what backward returns gradients for
-    GradedCase    one named case of an assignment: which functions, which tensors, dtype
-    tolerance     the relative error a right tensor stays within
+    KnownFunction a function of a case that the grader knows (its gradient too) and lends to the
+                  student's code for one call: the child calls it through the parent
+                  (homework/needs.py); Tabulated, its values at a few points, is what a
+                  student's copy holds of it
+    tolerance     the relative error a right tensor of a case stays within (diagnose.TOLERANCE)
     run_pair      a functional pair on a case in this process (run_module: a Module)
     Local         the student's code in this process, with the Sandbox's interface
 
@@ -19,14 +22,11 @@ from __future__ import annotations
 import importlib
 import traceback
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
-from .assignments import Check
+from .diagnose import tolerance as dtype_tolerance
 
-FLOAT64_TOL = 1e-7   # a correct float64 result is ~1e-12 off the reference; a bug ~1e-2 or more
-FLOAT32_TOL = 1e-4   # float32 keeps ~7 digits; a sum of a few hundred terms loses one or two
 STUDENT = "minitransformer"                  # the package name inside a student's copy
 REFERENCE = __name__.split(".")[0]           # this package: the reference, or a student's copy
 
@@ -34,36 +34,57 @@ REFERENCE = __name__.split(".")[0]           # this package: the reference, or a
 @dataclass
 class Case:
     inputs: dict                                 # name -> array (the differentiable ones are float64)
-    kwargs: dict = field(default_factory=dict)   # non-array arguments
+    kwargs: dict = field(default_factory=dict)   # non-array arguments (and a lent function's)
     wrt: tuple = ()                              # inputs backward returns gradients for, in order
     factors: dict = field(default_factory=dict)  # label -> (value, hint) for "off by a factor"
     masked: dict = field(default_factory=dict)   # tensor name -> bool array of masked entries
 
 
-@dataclass(frozen=True)
-class GradedCase:
-    assignment: str
-    name: str                       # as the report shows it
-    check: Check                    # which functions run (from the assignment table)
-    draw: Callable | None           # rng -> Case on the trusted side; None in a student's copy
-    tensors: tuple                  # what is compared: "out", "d<input>", "d<param>", "dmemory"
-    dtype: str = "float64"          # "float32": no numerical check; every result must stay float32
-    numerical: bool = True          # run the numerical gradient check (float64 cases only)
-
-
-def tolerance(case: GradedCase) -> float:
-    return FLOAT32_TOL if case.dtype == "float32" else FLOAT64_TOL
+def tolerance(graded) -> float:
+    """The relative error a right tensor of the graded case ``graded`` stays within."""
+    return dtype_tolerance(graded.dtype)
 
 
 def case_table() -> dict:
-    """assignment id -> its GradedCases, the main case first: the trusted table where this package
-    has it, else the records a student's copy stores (no drawers)."""
-    from .expected import in_student_copy
-    if in_student_copy():
-        from .expected import stored_cases
-        return stored_cases()
-    from .cases import CASES
-    return CASES
+    """assignment id -> its GradedCases, the main case first (homework/registry.py)."""
+    from .registry import case_table as table
+    return table()
+
+
+class KnownFunction:
+    """A function an assignment's case passes to the student's code (a gradient checker's ``f``). Its
+    definition is the grader's (trusted): in the grader's child it is a question to the parent;
+    here it is called directly; ``tabulated()`` is the table a student's copy stores instead."""
+
+    def __call__(self, x):
+        raise NotImplementedError(f"{type(self).__name__} defines no function")
+
+    def tabulated(self) -> "Tabulated":
+        raise NotImplementedError(f"{type(self).__name__} has no table")
+
+
+@dataclass
+class Tabulated(KnownFunction):
+    """A function known at ``points`` only, with its ``values`` there: what a student's copy holds of a
+    function the grader lends to the student's code (the functions a gradient checker is graded on).
+    A point within ``step``/100 of a stored one (in every entry) gets its value; any other point is
+    refused with a message that says which points are known."""
+    points: np.ndarray               # (k, *shape): the points, stacked
+    values: np.ndarray               # (k, *out): the function's value at each
+    step: float                      # the perturbation the points differ by (h)
+
+    def __call__(self, x):
+        x = np.asarray(x, dtype=np.float64)
+        if x.shape == self.points.shape[1:]:
+            far = np.abs(self.points - x).reshape(len(self.points), -1).max(axis=1)
+            k = int(np.argmin(far))
+            if far[k] <= self.step / 100:
+                return np.array(self.values[k], copy=True)
+        raise ValueError(f"this copy knows f only at x and at x ± h e_i (the public example, x of shape "
+                         f"{self.points.shape[1:]}, h = {self.step:g}); the grader computes f anywhere")
+
+    def tabulated(self) -> "Tabulated":
+        return self
 
 
 def resolve(package: str, spec: str):

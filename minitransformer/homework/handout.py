@@ -2,11 +2,13 @@
 
     page(assignment_id) -> markdown
 
-What to implement, what it needs, the cache fields and their meaning (read from
-the reference's cache NamedTuples and their comments), the tolerance, what is
-graded and what is not, the rubric (homework/rubric.py), how to check locally, what
-to hand in, and how to train the model with your own code. No performance notes:
-the student reads the math.
+What to implement, what it needs (the assignment's ``needs``: the grader swaps in the
+reference for them, so a bug there costs nothing here; locally they must work), the
+cache fields and their meaning (read from the reference's cache NamedTuples and their
+comments), the tolerance (diagnose.TOLERANCE), what is graded and what is not, the
+assignment's own text (``handout``, ``also_checked``), the rubric (homework/rubric.py), how
+to check locally, what to hand in, and how to train the model with your own code. No
+performance notes: the student reads the math.
 """
 from __future__ import annotations
 
@@ -14,24 +16,9 @@ import importlib
 import inspect
 import re
 
-from .assignments import BY_ID
-from .graded import FLOAT32_TOL, FLOAT64_TOL, case_table
+from .diagnose import TOLERANCE
+from .registry import get
 from .rubric import render
-
-# the other assignments whose functions an assignment's code calls (the grader swaps in the
-# reference for them, so a bug there costs nothing here; locally they must work)
-PREREQUISITES = {
-    "attention": ("softmax", "dropout"),
-    "cross_entropy": (),
-    "mha": ("linear", "causal_mask", "attention", "rope"),
-    "block": ("mha", "layernorm", "rmsnorm", "gelu", "relu", "dropout", "linear"),
-}
-
-OPTIONAL = {
-    "attention": "The docstring's last paragraph (the speed wing's twin) explains the reference; it is not graded.",
-    "mha": "Write repeat_kv_forward and repeat_kv_backward (functional/repeat_kv.py) first: the Module calls "
-           "them for grouped kv heads (n_kv_head < n_head), before attention and after its backward.",
-}
 
 
 def _package():
@@ -41,7 +28,7 @@ def _package():
 def cache_fields(assignment_id: str) -> list:
     """[(CacheClass, field, comment)] of the NamedTuple caches defined in the assignment's modules."""
     rows, seen = [], set()
-    for target in BY_ID[assignment_id].targets:
+    for target in get(assignment_id).targets:
         module = importlib.import_module(f"{_package()}.{target.module}")
         stem = target.qualname.removesuffix("_forward").removesuffix("_backward").replace("_", "").lower()
         for name, cls in vars(module).items():
@@ -70,18 +57,18 @@ def _field_comments(cls) -> dict:
 
 
 def _files(assignment_id: str) -> list:
-    return sorted({f"minitransformer/{t.module.replace('.', '/')}.py" for t in BY_ID[assignment_id].targets})
+    return sorted({f"minitransformer/{t.module.replace('.', '/')}.py" for t in get(assignment_id).targets})
 
 
 def page(assignment_id: str) -> str:
-    a = BY_ID[assignment_id]
-    cases = case_table()[assignment_id]
+    a = get(assignment_id)
+    cases = a.cases
     lines = [f"## `{a.id}`: {a.title} ({a.points} points)", "",
              f"Lecture: `{a.lecture}`.", "", "### What to implement", ""]
     lines += [f"- `{t.module}.{t.qualname}` in `minitransformer/{t.module.replace('.', '/')}.py`: its docstring "
               "states the equation, the shapes and the conventions; the graded cases below draw every one."
               for t in a.targets]
-    needs = PREREQUISITES.get(a.id, ())
+    needs = a.needs
     lines += ["", "### Prerequisites", "",
               ("Your code calls " + ", ".join(f"`{n}`" for n in needs) + ": the grader uses the reference for "
                "them (a bug there costs nothing here), but the local check and training run yours: do them "
@@ -96,14 +83,13 @@ def page(assignment_id: str) -> str:
     lines += ["", "### Graded cases", ""]
     lines += [f"- {c.name}" + (" (float32: every result must stay float32)" if c.dtype == "float32" else "")
               for c in cases]
-    masked = " A row with nothing to attend gives 0, never NaN." if a.id in ("softmax", "attention", "mha") else ""
     lines += ["", "Also checked in every case: no input and no upstream gradient is modified (work on new "
-              "arrays)." + masked,
-              "", f"Tolerance: relative error {FLOAT64_TOL:g} in float64 ({FLOAT32_TOL:g} in float32), "
+              "arrays)." + a.also_checked,
+              "", f"Tolerance: relative error {TOLERANCE['float64']:g} in float64 ({TOLERANCE['float32']:g} in float32), "
               "max |yours - reference| / max(|yours|, |reference|) per tensor. A correct float64 result is "
               "about 1e-12 off; a bug is off by 1e-2 or more."]
-    if a.id in OPTIONAL:
-        lines += ["", OPTIONAL[a.id]]
+    if a.handout:
+        lines += ["", a.handout]
     lines += ["", "### Rubric", "", render(a.id)]
     lines += ["", "### Check it locally", "",
               "In this folder (the one holding HOMEWORK.md):", "",

@@ -7,9 +7,9 @@ scatter-add, a Module path's gradient dropped ...). A wrong tensor that matches 
 variant (relative error <= the tolerance) gets that mistake's message, which says
 what to look at. A family is one mistake written several ways (a term of either
 line of a rotation dropped, 2u' slipped in any of its factors): its variant is a
-list of candidates, and any one of them explains the tensor. The catalogue lives in
-homework/mistakes_functional.py (the functional pairs) and homework/mistakes_modules.py
-(the Module backwards); every entry has a test with a bug planted by hand
+list of candidates, and any one of them explains the tensor. Each assignment's catalogue
+lives in its own file (homework/assignments/<id>.py, ``Assignment.mistakes``:
+homework/assignment.py's ``Mistake``); every entry has a test with a bug planted by hand
 (tests/test_mistakes.py).
 
 Parent side only: nothing here runs student code. The grader calls
@@ -18,7 +18,7 @@ Parent side only: nothing here runs student code. The grader calls
         inputs     the forward's arguments by name (arrays and options) plus
                    "upstream", the gradient given to backward; a Module case also
                    "build" (a function returning the reference Module with the
-                   case's weights) and "forward_inputs" (cases.trial_inputs makes it)
+                   case's weights) and "forward_inputs" (reference.trial_inputs makes it)
         student    tensor name -> the student's array (None when not returned)
         reference  tensor name -> the reference's array
         -> {tensor: message} for each wrong tensor (message "" when nothing is recognised)
@@ -34,48 +34,27 @@ homework/diagnose.py names only those.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
-
 import numpy as np
 
-from .diagnose import compare, errors, scale_pattern
-
-MATCH_TOL = {np.dtype(np.float64): 1e-7, np.dtype(np.float32): 1e-4}
-
-
-@dataclass(frozen=True)
-class Mistake:
-    assignment: str
-    function: str                # the function or Module it belongs to: "softmax", "MultiHeadAttention"
-    name: str                    # a short id, unique: "softmax-no-y-in-sum"
-    tensors: tuple               # the tensors it shows in ("dx", "dW_qkv", ...)
-    message: str                 # what the student should look at
-    variant: Callable | None = None   # inputs -> {tensor: what the mistake computes}, None if not applicable;
-                                      # or a list of such dicts, a family (one mistake written several ways)
-    match: Callable | None = None     # (inputs, tensor, student, reference) -> bool, for non-value mistakes
+from .diagnose import compare, errors, scale_pattern, tolerance
 
 
 def catalogue() -> tuple:
-    """Every Mistake, in the order they are tried: the trusted catalogue (its variants re-implement
-    the reference), or in a student's copy its records (homework/expected.py: the variants'
-    numbers are stored there, the non-value predicates ship in homework/mistakes_match.py)."""
-    from .expected import in_student_copy
-    if in_student_copy():
-        from .expected import stored_catalogue
-        return stored_catalogue()
-    from .mistakes_functional import FUNCTIONAL
-    from .mistakes_modules import MODULES
-    return FUNCTIONAL + MODULES
+    """Every Mistake of every assignment, in the order they are tried: the assignments' own (their
+    variants re-implement the reference: trusted), or in a student's copy their records
+    (homework/registry.py: the variants' numbers are stored, the predicates ship in
+    homework/mistakes_match.py)."""
+    from .registry import assignments
+    return tuple(m for a in assignments() for m in a.mistakes)
 
 
 def entries(assignment_id: str, function: str | None = None) -> tuple:
-    return tuple(m for m in catalogue() if m.assignment == assignment_id
-                 and (function is None or m.function == function))
+    from .registry import get
+    return tuple(m for m in get(assignment_id).mistakes if function is None or m.function == function)
 
 
 def _tol(student) -> float:
-    return MATCH_TOL.get(np.asarray(student).dtype, 1e-7)
+    return tolerance(np.asarray(student).dtype)
 
 
 def _matches(student, candidate, reference, tol) -> bool:
@@ -157,9 +136,8 @@ def _consistent(variants: dict, others: dict, tol: float) -> bool:
 
 
 def _compare_tol(student, reference) -> float:
-    """1e-7 for float64, 1e-4 when either side is float32 (its ~7 digits)."""
-    dtypes = {np.asarray(a).dtype for a in (student, reference) if a is not None}
-    return MATCH_TOL[np.dtype(np.float32)] if np.dtype(np.float32) in dtypes else MATCH_TOL[np.dtype(np.float64)]
+    """float64's tolerance, float32's when either side is float32 (its ~7 digits)."""
+    return max(tolerance(np.asarray(a).dtype) for a in (student, reference) if a is not None)
 
 
 def _fits(tensor: str, pattern: str) -> bool:

@@ -2,7 +2,7 @@
 
 An entry of the catalogue (homework/mistakes.py) recognises a mistake in one of two
 ways: a variant computes what the wrong line gives (the reference with one thing
-changed: trusted side, homework/mistakes_functional.py and mistakes_modules.py), or a
+changed: trusted side, in the assignment's file of homework/assignments/), or a
 predicate here looks at a property of the student's array: a gradient never
 accumulated (all zero), accumulated twice, missing, another dropout mask, one slice
 per query head, a bias gradient left at the scores' shape. The predicates compute

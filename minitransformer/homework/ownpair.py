@@ -6,9 +6,9 @@ so its relative imports work; the top package is loaded from that folder under a
 private name when another package of its name is imported already (the installed
 reference). A lone file is loaded by itself.
 
-Inputs. When FORWARD has the name of a function in the assignment table
+Inputs. When FORWARD has the name of a function an assignment grades as a pair
 (``layernorm_forward``, ``attention_forward`` ...), its graded main case draws the
-inputs (homework/cases.py: ranks, masks, options as the grader draws them), the
+inputs (homework/assignments/: ranks, masks, options as the grader draws them), the
 reference runs on the same inputs, and each wrong tensor gets a diagnosis
 (homework/mistakes.py); in a student's copy, which holds no reference and no drawer,
 the inputs are the stored public example of that case and only the numerical check
@@ -201,7 +201,7 @@ def graded_inputs(graded, seed: int) -> Case:
     holds no drawer, the stored public example of the case."""
     if in_student_copy():
         from .expected import Stored
-        return Stored().case(graded, case_table()[graded.assignment].index(graded), 0, 0)[0]
+        return Stored().case(graded, case_table()[graded.assignment].index(graded), 0, 0).case
     return graded.draw(np.random.default_rng(seed))
 
 
@@ -285,7 +285,7 @@ def _kind(value) -> str:
 
 
 def _compared(graded, case, forward, backward, seed) -> list:
-    from .cases import trial_inputs, upstream_for      # the trusted side: outside a student's copy only
+    from .reference import trial_inputs, upstream_for  # the trusted side: outside a student's copy only
     package = __name__.split(".")[0]
     ref, g = run_pair(case, resolve(package, graded.check.forward), resolve(package, graded.check.backward),
                       g=lambda out: upstream_for(out, seed))

@@ -1,5 +1,7 @@
-"""What the grader prints, and the Gradescope autograder results.json.
+"""What the grader prints, and the Gradescope autograder results.json, from typed results.
 
+Each assignment's ``result.Result`` is printed by ``format_result``: the score and the
+status, the tolerance (diagnose.TOLERANCE), one row per case and tensor, the rubric's marks.
 An assignment whose grade could not be computed has the score None ("not graded", with
 its reason): the total is then None too (a JSON null: Gradescope reports the run as
 failed, for the instructor to re-run, rather than a 0). A result graded without the
@@ -11,6 +13,8 @@ import json
 import math
 import os
 from pathlib import Path
+
+from .diagnose import tolerance_text
 
 
 class OutError(Exception):
@@ -27,10 +31,6 @@ def _num(x) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.2e}"
 
 
-TOLERANCE = ("tolerance: relative error <= 1e-07 in float64, <= 0.0001 in float32, per tensor: "
-             "max |yours - reference| / max(|yours|, |reference|)")
-
-
 def header(width: int = 44) -> str:
     return f"   {'case · tensor':<{width}} {'shape':<16} {'max abs':>9} {'rel err':>9}  verdict"
 
@@ -38,30 +38,35 @@ def header(width: int = 44) -> str:
 HEADER = header()
 
 
-def format_result(result: dict) -> str:
-    """One assignment: its score, the tolerance, a header, one line per tensor (each wrong one
-    with its diagnosis), then the rubric's checks."""
-    score = "-" if result["score"] is None else f"{result['score']:g}"
-    lines = [f"== {result['id']}: {score}/{result['max_score']} ({result['status']})"]
-    if result.get("message"):
-        lines.append(f"   {printable(result['message'])}")
-    if result.get("confinement"):
-        lines.append(f"   {printable(result['confinement'])}")
-    rows = result["rows"]
+def format_result(result) -> str:
+    """One assignment (a result.Result): its score, the tolerance, a header, one line per tensor (each
+    wrong one with its diagnosis), then the rubric's checks."""
+    score = "-" if result.score is None else f"{result.score:g}"
+    lines = [f"== {result.id}: {score}/{result.max_score:g} ({result.status})"]
+    if result.message:
+        lines.append(f"   {printable(result.message)}")
+    if result.confinement:
+        lines.append(f"   {printable(result.confinement)}")
+    rows = result.rows
     if rows:
-        width = min(max([44] + [len(r["name"]) for r in rows]), 80)
-        lines += [f"   {result.get('tolerance', TOLERANCE)}", header(width)]
+        width = min(max([44] + [len(r.name) for r in rows]), 80)
+        lines += [f"   tolerance: {tolerance_text()}", header(width)]
     for r in rows:
-        verdict = "OK" if r["ok"] else "NOT OK"
-        line = (f"   {printable(r['name']):<{width}} {printable(r['shape']):<16} {_num(r['max_abs_error']):>9} "
-                f"{_num(r['rel_error']):>9}  {verdict}")
-        if r.get("diagnosis"):
-            line += f"   DIAGNOSIS: {printable(r['diagnosis'])}"
+        verdict = "OK" if r.ok else "NOT OK"
+        line = (f"   {printable(r.name):<{width}} {printable(r.shape):<16} {_num(r.max_abs_error):>9} "
+                f"{_num(r.rel_error):>9}  {verdict}")
+        if r.diagnosis:
+            line += f"   DIAGNOSIS: {printable(r.diagnosis)}"
         lines.append(line)
-    if result.get("rubric"):
+    if result.rubric:
         lines += ["   rubric (all or nothing per check; the numerical check is shown, not scored):"]
-        lines += [f"   {line}" for line in result["rubric"]]
+        lines += [f"   {mark_line(m)}" for m in result.rubric]
     return "\n".join(lines)
+
+
+def mark_line(mark) -> str:
+    """A rubric check as the report shows it: "  ok    2.50/2.50  name" or "  FAIL  0.00/2.50  name"."""
+    return f"  {'ok' if mark.passed else 'FAIL':<4} {mark.earned:5.2f}/{mark.points:<5.2f} {mark.name}"
 
 
 def format_notes(notes: list, at_most: int = 8) -> str:
@@ -74,31 +79,31 @@ def format_notes(notes: list, at_most: int = 8) -> str:
 
 def total(results: list):
     """The sum of the scores, or None when an assignment was not graded."""
-    scores = [r["score"] for r in results]
+    scores = [r.score for r in results]
     return None if any(s is None for s in scores) else round(sum(scores), 2)
 
 
 def summary(results: list) -> str:
-    score, most = total(results), sum(r["max_score"] for r in results)
+    score, most = total(results), sum(r.max_score for r in results)
     if score is None:
-        missed = [r["id"] for r in results if r["score"] is None]
-        graded = sum(r["score"] for r in results if r["score"] is not None)
+        missed = [r.id for r in results if r.score is None]
+        graded = sum(r.score for r in results if r.score is not None)
         return f"total not graded: {', '.join(missed)} could not be graded (re-run); the rest {graded:g}"
-    return f"total {score:g}/{most}" + ("" if all_passed(results) else "  (not all passed)")
+    return f"total {score:g}/{most:g}" + ("" if all_passed(results) else "  (not all passed)")
 
 
 def all_passed(results: list) -> bool:
-    return all(r["status"] == "ok" and r["score"] == r["max_score"] for r in results)
+    return all(r.passed for r in results)
 
 
 def gradescope(results: list, notes=(), execution_time: float | None = None) -> dict:
     """Gradescope's results.json: score, max_score, execution_time, output, visibility, tests."""
-    report = {"score": total(results), "max_score": sum(r["max_score"] for r in results),
+    report = {"score": total(results), "max_score": sum(r.max_score for r in results),
               "output": format_notes(list(notes)), "visibility": "visible",
-              "tests": [{"name": r["id"], "score": r["score"], "max_score": r["max_score"],
+              "tests": [{"name": r.id, "score": r.score, "max_score": r.max_score,
                          "output": format_result(r), "visibility": "visible"} for r in results]}
-    missed = {r["id"]: r["message"] for r in results if r["score"] is None}
-    confinement = sorted({r["confinement"] for r in results if r.get("confinement")})
+    missed = {r.id: r.message for r in results if r.score is None}
+    confinement = sorted({r.confinement for r in results if r.confinement})
     if missed or confinement:
         report["extra_data"] = {k: v for k, v in (("not_graded", missed), ("confinement", confinement)) if v}
         report["output"] = "\n".join(filter(None, [*confinement, *(f"NOT GRADED {k}: {v}" for k, v in

@@ -2,7 +2,8 @@
 
     main case      one check for the forward ("out"; not for a Module, whose forward is
                    given), one for each gradient (a Module's parameters: one check)
-    further cases  one check each (homework/cases.py): every tensor of the case right
+    further cases  one check each (an assignment's cases after its first): every tensor of
+                   the case right
     integrity      half a check: no input and no upstream gradient modified, in any case;
                    earned only beside at least one passed value check (a stub that
                    returns zeros keeps its inputs but has computed nothing)
@@ -14,19 +15,20 @@ already decides each gradient (it counts where there is no reference, in a
 student's own check).
 
 Integration (the grader's parent): collect ``outcomes[(case name, tensor)] = ok``
-for every compared tensor of every case (the tensor names of cases.GradedCase,
+for every compared tensor of every case (the tensor names of assignment.GradedCase,
 "d<param>" for a Module's parameters), and ``outcomes[(case name, "unchanged")]``
 for the before/after comparison of its inputs and upstream gradient, and
 ``outcomes[(case name, "dtype")]`` for a float32 case's dtypes; then
-``score(assignment_id, outcomes)`` gives the points and the lines of the report.
+``score(assignment_id, outcomes)`` gives the points and the marks (result.Mark), which
+homework/report.py prints.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from .assignments import BY_ID
-from .graded import case_table
+from .registry import get
+from .result import Mark
 
 UNCHANGED = "unchanged"        # the outcome name of the before/after comparison
 INTEGRITY_WEIGHT = 0.5         # half a check: a promise about the code, not a value
@@ -41,17 +43,18 @@ class Item:
 
 def items(assignment_id: str) -> list:
     """The named checks of one assignment, with their points (they add up to its points)."""
-    cases = case_table()[assignment_id]
-    main = cases[0]
+    assignment = get(assignment_id)
+    cases = assignment.cases
+    main = assignment.main
     named = []                                               # (name, weight, covers)
     for tensor in _main_tensors(main):
-        label = "forward" if tensor == "out" else tensor
+        label = "forward" if tensor == "out" and main.check.checker == "pair" else tensor
         named.append((f"{main.name} · {label}", 1.0, ((main.name, tensor),)))
     for case in cases[1:]:
         named.append((case.name, 1.0, ((case.name, "*"),)))
     if main.check.backward is not None or main.check.checker == "module":
         named.append(("inputs and upstream gradient left unchanged", INTEGRITY_WEIGHT, (("*", UNCHANGED),)))
-    return _split(BY_ID[assignment_id].points, named)
+    return _split(assignment.points, named)
 
 
 def _main_tensors(case) -> list:
@@ -96,15 +99,11 @@ def _fits(tensor, pattern, item) -> bool:
 
 
 def score(assignment_id: str, outcomes: dict) -> tuple[float, list]:
-    """(points earned, report lines "  ok   2.50/2.50  name") of one assignment."""
+    """(points earned, a Mark per check) of one assignment."""
     checks = [(item, passed(item, outcomes)) for item in items(assignment_id)]
     any_value = any(ok for item, ok in checks if not _is_integrity(item))
-    earned, lines = 0.0, []
-    for item, ok in checks:
-        ok = ok and (any_value or not _is_integrity(item))
-        earned += item.points if ok else 0.0
-        lines.append(f"  {'ok' if ok else 'FAIL':<4} {item.points if ok else 0:5.2f}/{item.points:<5.2f} {item.name}")
-    return round(earned, 2), lines
+    marks = [Mark(item.name, item.points, ok and (any_value or not _is_integrity(item))) for item, ok in checks]
+    return round(sum(m.earned for m in marks), 2), marks
 
 
 def _is_integrity(item: Item) -> bool:
@@ -113,7 +112,7 @@ def _is_integrity(item: Item) -> bool:
 
 def render(assignment_id: str) -> str:
     """The rubric as the handout states it."""
-    a = BY_ID[assignment_id]
+    a = get(assignment_id)
     lines = [f"Rubric of `{a.id}` ({a.points} points). Each check is all or nothing: a wrong tensor",
              "earns nothing for its check and costs nothing elsewhere.", ""]
     lines += [f"- {item.points:g} points: {item.name}" for item in items(assignment_id)]

@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from . import child, walls, wire
+from .graded import KnownFunction
 from .wire import Handle, decode, encode, frame_bytes, read_frame
 
 CHILD_SOURCE = Path(wire.__file__).read_text(encoding="utf-8") + "\n\n" + Path(child.__file__).read_text(encoding="utf-8")
@@ -261,8 +262,19 @@ class Sandbox:
         return remote
 
     def call(self, target: str, args=(), kwargs=None) -> tuple:
-        """(value, args after, kwargs after) of the student's function on these arguments."""
-        return _echoed(self.request("call", target=target, args=list(args), kwargs=kwargs or {}, echo=True))
+        """(value, args after, kwargs after) of the student's function on these arguments. A known
+        function among them (graded.KnownFunction: a gradient checker's ``f``) is lent to the child
+        for this call only: it asks, and this process answers (homework/needs.py)."""
+        kwargs = kwargs or {}
+        lent = {k: v for k, v in kwargs.items() if isinstance(v, KnownFunction)}
+        if lent and self.answers is None:
+            raise TypeError("a known function can be lent only while an assignment is graded")
+        try:
+            sent = {k: self.answers.lend(k, v) if k in lent else v for k, v in kwargs.items()}
+            return _echoed(self.request("call", target=target, args=list(args), kwargs=sent, echo=True))
+        finally:
+            if lent:
+                self.answers.revoke()
 
     def again(self) -> tuple:
         """(args, kwargs) of the echoed call before the last, as the child holds them now."""

@@ -31,7 +31,6 @@ import tempfile
 import tokenize
 from pathlib import Path
 
-from .assignments import ASSIGNMENTS
 from .export import MANIFEST, _find, body_span, pristine, source_lines
 
 MAX_BYTES = 1 << 20          # a source file larger than this is not read
@@ -191,8 +190,11 @@ def _stage_target(root: Path, t, rel: str, source: str, func) -> str | None:
     return None
 
 
-def stage(submission, assignments=ASSIGNMENTS) -> tuple:
-    """(staged folder, notes): a fresh pristine copy with the submission's target bodies."""
+def stage(submission, assignments=None) -> tuple:
+    """(staged folder, notes): a fresh pristine copy with the submission's target bodies (of every
+    assignment when ``assignments`` is None)."""
+    from .registry import assignments as every_assignment
+    assignments = every_assignment() if assignments is None else assignments
     submission = Path(submission)
     root = Path(tempfile.mkdtemp(prefix="mt-staged-"))
     try:

@@ -8,8 +8,9 @@ A frame is an 8-byte length, a 4-byte JSON length, the JSON header (at most
 MAX_HEADER bytes, parsed only once bounded) and the arrays' bytes. A value travels
 as a tree: numbers, strings, ``{"array": i, "dtype", "shape"}`` (little-endian
 bytes, a dtype from DTYPES: never object, string or record dtypes, never pickle),
-``{"tuple": [...]}``, ``{"dict": {...}}``, and, for anything else, a ``Handle``
-(``encode``/``decode``: the object stays on the side that made it).
+``{"tuple": [...]}``, ``{"dict": {...}}``, for anything else a ``Handle``
+(``encode``/``decode``: the object stays on the side that made it), and ``{"lent": name}``,
+a function of the parent the child may call through it while one call runs (``Lent``).
 
 The calls of a function the graded assignment needs (homework/needs.py) travel whole
 instead (``Whole``): a cache NamedTuple by its class and fields, a Module answering
@@ -38,6 +39,20 @@ class Handle:
 
     def __repr__(self):
         return f"<{self.type_name or 'object'} #{self.id} in the student's process>"
+
+
+class Lent:
+    """A function of the grader's (a known function a case passes to the student's code), sent by
+    the name the child asks the parent about (homework/needs.py ``Answers.lend``)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self):
+        return f"<the grader's function {self.name}>"
+
+
+LENT = "lent"                 # the type ``decode`` gives ``lookup`` for a lent function's name
 
 
 # ------------------------------------------------------------------ frames
@@ -106,6 +121,8 @@ def encode(value, blobs: list, keep):
         return value
     if isinstance(value, Handle):
         return {"handle": value.id}
+    if isinstance(value, Lent):
+        return {"lent": value.name}
     if isinstance(value, (np.ndarray, np.generic)) and np.asarray(value).dtype.name in DTYPES:
         return _array_tree(value, blobs)
     if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
@@ -119,7 +136,8 @@ def encode(value, blobs: list, keep):
 
 
 def decode(tree, blobs: list, lookup, depth: int = 0):
-    """The inverse of encode, strict: ValueError on any other shape; ``lookup(id, type)`` -> object."""
+    """The inverse of encode, strict: ValueError on any other shape; ``lookup(id, type)`` -> object (a
+    lent function's name comes with the type LENT)."""
     import numpy as np
     if depth > MAX_DEPTH:
         raise ValueError("a value nested too deeply")
@@ -131,6 +149,8 @@ def decode(tree, blobs: list, lookup, depth: int = 0):
         return _array(tree, blobs)
     if "handle" in tree and type(tree["handle"]) is int:
         return lookup(tree["handle"], str(tree.get("type", ""))[:80])
+    if "lent" in tree and type(tree["lent"]) is str and len(tree) == 1:
+        return lookup(tree["lent"][:80], LENT)
     if "dtype" in tree and tree["dtype"] in ("float64", "float32", "float16", "int64"):
         return np.dtype(tree["dtype"]).type
     if "tuple" in tree and type(tree["tuple"]) is list:

@@ -14,7 +14,7 @@ student's code, is compared with it number by number.
 
 Steps are matched in order while their routine and scope agree. A step differs
 when one of its arrays does: relative error |yours - ref|_max / max(|yours|_max,
-|ref|_max, tiny) above RTOL, the grader's float64 tolerance (homework/cases.py). The
+|ref|_max, tiny) above RTOL, the grader's float64 tolerance (homework/diagnose.py). The
 first difference is named in words: a routine whose inputs agree and whose result
 does not holds the bug; inputs that already differ when every earlier result
 agreed were changed by the code between two routines (a Module's backward).
@@ -30,7 +30,7 @@ from .page import value_data
 from .values import Limits, summarize
 
 NAME = "reference_trace"
-RTOL = 1e-7                 # the grader's float64 tolerance (homework/cases.py FLOAT64_TOL)
+RTOL = 1e-7                 # the grader's float64 tolerance (homework/diagnose.py TOLERANCE; a test ties them)
 TINY = 1e-30
 
 
