@@ -43,16 +43,19 @@ _PRISTINE: dict = {}
 
 
 def pristine_copy() -> Path:
-    """The folder holding the grader's pristine minitransformer/, made once per process and removed
-    when it ends (a check-class worker ends without atexit: multiprocessing's finalizer then)."""
-    if "dir" not in _PRISTINE:
+    """The folder holding the grader's pristine minitransformer/ (every assignment of the course
+    stubbed), made once per process and course (registry.FOLDERS) and removed when the process ends
+    (a check-class worker ends without atexit: multiprocessing's finalizer then)."""
+    from .registry import FOLDERS
+    course = tuple(str(f) for f in FOLDERS)
+    if course not in _PRISTINE:
         import multiprocessing.util
         root = Path(tempfile.mkdtemp(prefix="mt-pristine-"))
         atexit.register(shutil.rmtree, root, True)
         multiprocessing.util.Finalize(None, shutil.rmtree, args=(root, True), exitpriority=0)
         pristine(root / "copy" / "minitransformer")
-        _PRISTINE["dir"] = root / "copy"
-    return _PRISTINE["dir"]
+        _PRISTINE[course] = root / "copy"
+    return _PRISTINE[course]
 
 
 # ------------------------------------------------------------------ reading as Python reads
