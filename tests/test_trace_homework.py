@@ -94,3 +94,10 @@ def test_a_wrong_order_in_the_mha_backward_is_found_between_two_routines(copy):
     assert data["steps"][first]["op"] == "merge_heads" and first in data["compare"]["yours"]
     assert "already differ" in said and "MultiHeadAttention.backward" in said
     assert re.search(r"parts\[0\] is dk of step (\d+) where the reference passes dq of step \1;", said), said
+
+
+def test_the_trace_compares_within_the_graders_float64_tolerance():
+    """trace/ sits below homework/ (the export stores a trace), so it keeps its own constant: the same."""
+    from minitransformer.homework.diagnose import TOLERANCE
+    from minitransformer.trace.compare import RTOL
+    assert RTOL == TOLERANCE["float64"]
