@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from minitransformer.cli import main
 from minitransformer.homework.export import export, stub_source
@@ -122,6 +123,18 @@ def test_gradescope_json_schema_and_exit_code_of_one_assignment(tmp_path, capsys
 def test_unknown_assignment_is_a_usage_error(tmp_path, capsys):
     assert main(["homework", "export", "no_such", "--out", str(tmp_path)]) == 2
     assert "unknown assignment" in capsys.readouterr().err
+
+
+def test_a_grader_bug_is_a_bug_not_a_usage_error(monkeypatch):
+    """Only a user's error is one line and exit 2 (registry.UnknownAssignment, Refused, ...): a
+    KeyError inside the grader is its own bug and surfaces as one."""
+    from minitransformer.homework import registry
+
+    def broken():
+        raise KeyError("a grader bug")
+    monkeypatch.setattr(registry, "assignments", broken)
+    with pytest.raises(KeyError, match="a grader bug"):
+        main(["homework", "export", "relu", "--out", "unused"])
 
 
 def test_stub_keeps_signature_docstring_and_everything_else_byte_identical():
