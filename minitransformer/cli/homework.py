@@ -164,14 +164,20 @@ def _json_target(path) -> Path:
 
 def _check(args) -> int:
     from ..homework.expected import copy_assignments, in_student_copy
-    from ..homework.grade import grade, require_folder
+    from ..homework.grade import grade, refused, require_folder
     from ..homework.report import all_passed, format_notes, format_result, summary, write_gradescope
+    from ..homework.submission import ambiguous
     start = time.perf_counter()
     ids = args.assignments or (copy_assignments() if in_student_copy() else [])
     select(ids)
     require_folder(args.dir)
     json_file = _json_target(args.json) if args.json else None
     seed = read_seed(args.seed_file, secret=False) if args.seed_file else 0
+    unclear = ambiguous(Path(args.dir), select(ids))
+    if unclear:                             # file names that do not say which file: refused, never a 0
+        if json_file is not None:
+            write_gradescope(json_file, [refused(a, unclear) for a in select(ids)])
+        raise Refused(unclear)
     try:
         _walls(args)
     except Refused as e:                    # results.json says why nothing was graded (Gradescope shows it)

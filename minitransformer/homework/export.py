@@ -234,8 +234,9 @@ def handout(assignments, package_dir: Path) -> str:
              "  `starter_ID.py`, also as a notebook) is your local check, not your grade: it checks your code",
              "  as the grader does (the same cases, tolerance, diagnoses and rubric) on the public seed 0's",
              "  numbers stored in this copy; your instructor grades other inputs, drawn from a secret seed.",
-             "- Hand in the files you edited (each page names them); only the bodies of the assigned",
-             "  functions are graded.",
+             "- Hand in the files you edited (each page names them) with their paths inside the package:",
+             "  this folder, or those files in their folders (a zip keeps the paths). Only the bodies of the",
+             "  assigned functions are graded.",
              "- The lectures named below: `python -m minitransformer lectures --out lectures` copies them here.\n"]
     for a in assignments:
         parts.append(page(a.id) + "\n")
