@@ -124,7 +124,9 @@ def page(assignment_id: str) -> str:
               "taken from the original.",
               "", "### Train with your own code", "",
               "    python -m minitransformer train --steps 300", "",
-              "trains the small GPT with your functions (the copy has no other implementation of them). "
+              "trains the small GPT with your functions: before step 1 it lists each function this copy "
+              "stubbed and where the one that runs is (`yours, minitransformer/functional/norm.py:LINE`), and a "
+              "function still a stub stops it in one line naming it. "
               "A falling loss proves nothing: a model still learns with a wrong gradient that points roughly "
               "downhill (with a LayerNorm dx missing a term, the loss fell almost as far as with the right one). "
               "Only the comparison with the reference and the numerical check say your gradient is right."]
