@@ -24,10 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from minitransformer.cli import main
-
 sys.path.insert(0, str(Path(__file__).parent))
-from test_homework_attacks import CORRECT, CORRECT_BACKWARD, seed_file, submission  # noqa: E402
+from test_homework_attacks import CORRECT, CORRECT_BACKWARD, autograder_root, submission  # noqa: E402
 
 PROBE = ("import json, os, sys, sysconfig; print(json.dumps({'managed': os.path.isfile(os.path.join("
          "sysconfig.get_path('stdlib'), 'EXTERNALLY-MANAGED')), 'venv': sys.prefix != sys.base_prefix, "
@@ -89,14 +87,7 @@ def test_the_zip_sets_up_and_grades_on_an_externally_managed_python(tmp_path):
     assert old_setup.returncode != 0, "pip installed into an externally managed Python"  # the old setup.sh's line
     assert "externally-managed-environment" in old_setup.stderr or "No module named pip" in old_setup.stderr
 
-    zip_path = tmp_path / "autograder.zip"
-    assert main(["homework", "autograder", "softmax", "--out", str(zip_path), "--seed-file", seed_file(tmp_path),
-                 "--timeout", "10", "--budget", "30"]) == 0
-    root = tmp_path / "autograder"
-    with zipfile.ZipFile(zip_path) as z:
-        z.extractall(root / "source")
-    for script in ("setup.sh", "run_autograder"):
-        os.chmod(root / "source" / script, 0o755)
+    root = autograder_root(tmp_path, "softmax")
     setup = subprocess.run(["bash", str(root / "source" / "setup.sh")], env=dict(offline, AUTOGRADER_ROOT=str(root),
                            PYTHON=python), capture_output=True, text=True, timeout=300)
     assert setup.returncode == 0, setup.stderr
