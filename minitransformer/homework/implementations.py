@@ -1,7 +1,7 @@
 """In a student's copy: which implementation of each assigned function runs, and where it is.
 
     assigned(ids)   the functions an export of ``ids`` stubs: the assignments' targets, then the
-                    code that computes them all the same (assignments.EQUIVALENTS)
+                    code that computes them all the same (export's list, assignments.EQUIVALENTS)
     report()        in this copy, one line per such function, as `train` prints it before step 1:
                         layernorm_backward: yours, minitransformer/functional/norm.py:120
                     (", still the stub" while its body only raises NotImplementedError); a
@@ -21,18 +21,16 @@ import textwrap
 from pathlib import Path
 
 from ..functional.twins import TWINS
-from .assignments import EQUIVALENTS, select
+from .assignments import select
 from .expected import copy_assignments
 
 PACKAGE = __name__.split(".")[0]
 
 
 def assigned(ids) -> list:
-    """The Targets an export of the assignments ``ids`` stubs, each once, the targets first."""
-    chosen = select(ids)
-    found = [t for a in chosen for t in a.targets]
-    found += [t for a in chosen for t in EQUIVALENTS.get(a.id, ())]
-    return list(dict.fromkeys(found))
+    """The Targets an export of the assignments ``ids`` stubs (export's own list), the targets first."""
+    from .export import _stubbed
+    return list(_stubbed(select(ids)))
 
 
 def function_of(target):
