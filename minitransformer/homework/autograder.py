@@ -1,17 +1,26 @@
 """Gradescope's autograder zip: setup.sh, run_autograder, this package as a wheel, the seed.
 
-    setup.sh        installs the wheel (no dependencies, no index) into source/grader-lib,
-                    NumPy when it is missing, and makes source/ readable by root only
-    run_autograder  grades $ROOT/submission with the instructor's seed (from grader.json, never on a
-                    command line) behind the kernel's walls (it refuses to grade without them
-                    unless the zip was built --unconfined) and always leaves
-                    $ROOT/results/results.json, also after a crash or a timeout
+    setup.sh        makes a virtual environment of its own, $ROOT/venv (Python and NumPy, the system's
+                    NumPy when it is new enough, else pip installs it there), installs the wheel (no
+                    dependencies, no index) into source/grader-lib, and makes source/ readable by
+                    root only
+    run_autograder  grades $ROOT/submission with that environment's Python and the instructor's
+                    seed (from grader.json, never on a command line) behind the kernel's walls (it
+                    refuses to grade without them unless the zip was built --unconfined) and always
+                    leaves $ROOT/results/results.json, also after a crash or a timeout
     grader.json     the assignments, the secret seed, the time limits, whether to grade unconfined
 
-Both scripts read ``AUTOGRADER_ROOT`` (default /autograder) and ``PYTHON`` (default
-python3), so a test runs them end to end in a temporary folder. The wheel is
-written here from the installed package's files (a zip with its dist-info), so
-building the zip needs neither a source checkout nor a build backend.
+Nothing is installed into the system's Python: an externally managed one (PEP 668: Debian 12,
+Ubuntu 24.04) refuses ``pip install``, and a venv is where pip installs anywhere. The
+environment lies outside source/ because the student's process (``nobody`` when Gradescope
+grades as root) imports NumPy from it; it holds nothing of the grader. Where venv lacks pip
+(Debian and Ubuntu ship it apart, in python3-venv), setup.sh installs that package as root.
+
+Both scripts read ``AUTOGRADER_ROOT`` (default /autograder); setup.sh reads ``PYTHON``
+(default python3), the Python the environment is made from; so a test runs them end to
+end in a temporary folder. The wheel is written here from the installed package's files
+(a zip with its dist-info), so building the zip needs neither a source checkout nor a
+build backend.
 """
 from __future__ import annotations
 
@@ -28,13 +37,26 @@ from .export import PACKAGE_DIR
 VERSION = "0.0.0+grader"
 
 SETUP = """#!/usr/bin/env bash
-# Gradescope runs this once, as root, when the autograder image is built.
+# Gradescope runs this once, as root, when the autograder image is built. Nothing goes into the
+# system's Python (an externally managed one refuses pip, PEP 668): a virtual environment of its own.
 set -euo pipefail
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
 SRC="$ROOT/source"
 PY="${PYTHON:-python3}"
-"$PY" -c "import numpy" 2>/dev/null || "$PY" -m pip install --quiet numpy
-"$PY" -m pip install --quiet --no-deps --no-index --target "$SRC/grader-lib" "$SRC"/minitransformer-*.whl
+VENV="$ROOT/venv"             # Python and NumPy only: the student's process imports NumPy from it
+make_venv() { rm -rf "$VENV" && "$PY" -m venv --system-site-packages "$VENV"; }
+if ! make_venv; then          # Debian and Ubuntu ship venv's pip apart, in python3-venv
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null && make_venv
+  else
+    echo "setup.sh: $PY -m venv failed; on Debian or Ubuntu: apt-get install python3-venv" >&2
+    exit 1
+  fi
+fi
+VPY="$VENV/bin/python"
+"$VPY" -c "import numpy, sys; sys.exit(tuple(map(int, numpy.__version__.split('.')[:2])) < (1, 24))" 2>/dev/null \\
+  || "$VPY" -m pip install --quiet "numpy>=1.24"
+"$VPY" -m pip install --quiet --no-deps --no-index --target "$SRC/grader-lib" "$SRC"/minitransformer-*.whl
 chmod -R go-rwx "$SRC"        # the reference and the seed: out of the student's process's reach
 """
 
@@ -42,20 +64,26 @@ RUN = """#!/usr/bin/env bash
 # Gradescope runs this per submission, as root. results.json is written whatever happens.
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
 SRC="$ROOT/source"
-PY="${PYTHON:-python3}"
+PY="$ROOT/venv/bin/python"    # setup.sh's environment (its NumPy), never the system's Python
 RESULTS="$ROOT/results/results.json"
 mkdir -p "$ROOT/results"
 rm -f "$RESULTS"
 START=$(date +%s)
-read -r LIMIT TIMEOUT BUDGET WALLS IDS < <("$PY" -c "import json,sys; c=json.load(open(sys.argv[1])); print(c['limit'], c['timeout'], c['budget'], '--unconfined' if c.get('unconfined') else '--confined', ' '.join(c['assignments']))" "$SRC/grader.json")
-[ "$WALLS" = "--unconfined" ] || WALLS=""
-timeout -k 10 "$LIMIT" "$PY" -I -c "import sys; sys.path.insert(0, sys.argv.pop(1)); from minitransformer.cli import main; sys.exit(main(sys.argv[1:]))" "$SRC/grader-lib" \\
-    homework check "$ROOT/submission" $IDS --seed-file "$SRC/grader.json" --timeout "$TIMEOUT" --budget "$BUDGET" \\
-    $WALLS --json "$RESULTS" > "$ROOT/results/report.txt" 2>&1
-CODE=$?
+if [ -x "$PY" ]; then
+  read -r LIMIT TIMEOUT BUDGET WALLS IDS < <("$PY" -c "import json,sys; c=json.load(open(sys.argv[1])); print(c['limit'], c['timeout'], c['budget'], '--unconfined' if c.get('unconfined') else '--confined', ' '.join(c['assignments']))" "$SRC/grader.json")
+  [ "$WALLS" = "--unconfined" ] || WALLS=""
+  timeout -k 10 "$LIMIT" "$PY" -I -c "import sys; sys.path.insert(0, sys.argv.pop(1)); from minitransformer.cli import main; sys.exit(main(sys.argv[1:]))" "$SRC/grader-lib" \\
+      homework check "$ROOT/submission" $IDS --seed-file "$SRC/grader.json" --timeout "$TIMEOUT" --budget "$BUDGET" \\
+      $WALLS --json "$RESULTS" > "$ROOT/results/report.txt" 2>&1
+  CODE=$?
+  WHY=$( [ "$CODE" = 124 ] && echo timeout || echo crash )
+else
+  CODE=127
+  WHY="no $ROOT/venv: setup.sh did not finish"
+fi
 if [ ! -s "$RESULTS" ]; then
   printf '{"score": 0, "execution_time": %d, "visibility": "visible", "output": "The grader stopped before it could report (exit code %d: %s). Ask your instructor.", "tests": []}\\n' \\
-    "$(( $(date +%s) - START ))" "$CODE" "$( [ "$CODE" = 124 ] && echo timeout || echo crash )" > "$RESULTS"
+    "$(( $(date +%s) - START ))" "$CODE" "$WHY" > "$RESULTS"
 fi
 exit 0
 """

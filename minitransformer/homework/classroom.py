@@ -27,9 +27,10 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from .assignments import select
-from .grade import grade, not_graded
+from .grade import grade, not_graded, refused
 from .report import OutError, gradescope, printable
 from .sandbox import Limits
+from .submission import Ambiguous
 
 MANIFEST = ".minitransformer-gradebook"
 GRADEBOOK = "gradebook.csv"
@@ -47,6 +48,8 @@ def _grade_one(args) -> tuple:
     notes: list = []
     try:
         results = grade(submission, ids, limits=limits, seed=seed, notes=notes, unconfined=unconfined)
+    except Ambiguous as e:                     # the student's file names: refused, to hand in again
+        return submission.name, [refused(a, e.args[0]) for a in select(ids)], notes
     except Exception as e:                     # noqa: BLE001 - the grader's failure: not graded, said so
         reason = f"the grader failed on this submission ({type(e).__name__}: {str(e)[:200]})"
         return submission.name, [not_graded(a, reason) for a in select(ids)], notes

@@ -58,6 +58,13 @@ def not_graded(assignment, reason: str) -> dict:
             "message": f"not graded: {reason} (the grader's failure, not the student's: re-run it)", "rows": []}
 
 
+def refused(assignment, reason: str) -> dict:
+    """The record of an assignment of a hand-in refused as it stands (file names that do not say
+    which file they are): no score, the reason, the student's to fix by handing in again."""
+    return {"id": assignment.id, "max_score": assignment.points, "score": None, "status": NOT_GRADED,
+            "message": f"not graded: {reason}", "rows": []}
+
+
 def local_reference():
     """In a student's copy (no reference, homework/expected.py): the public seed's stored
     expectations; else None, the reference of this installation."""

@@ -18,6 +18,11 @@ listing bounded in entries and depth.
 ``stage(submission)`` -> (the staged folder holding minitransformer/, notes). The
 staged copy is readable by everyone and writable by its owner only, so the
 unprivileged child can import it and change nothing.
+
+A file handed in without its folder is taken by its name alone, so a name two graded
+files share (``functional/attention.py`` and ``layers/attention.py`` are both
+``attention.py``) does not say which one it is: such a hand-in is refused, one line
+naming the files (``Ambiguous``), never staged and never scored 0.
 """
 from __future__ import annotations
 
@@ -153,6 +158,32 @@ def _candidates(target, submission: Path, parsed: Parsed) -> list:
     return found
 
 
+class Ambiguous(ValueError):
+    """A hand-in whose file names alone do not say which of the package's files each one is."""
+
+
+def ambiguous(submission: Path, assignments) -> str | None:
+    """The one line refusing ``submission``, or None: a file handed in by its name alone (not at a
+    package path) whose name two graded files share, while one of them is not handed in at its path."""
+    shared: dict = {}
+    for module in dict.fromkeys(t.module for a in assignments for t in a.targets):
+        rel = Path(*module.split(".")).with_suffix(".py")
+        shared.setdefault(rel.name, []).append(rel)
+    folders = _folders(submission)
+    for name, rels in shared.items():
+        if len(rels) < 2:
+            continue
+        at_path = {r: [f / r for f in folders] + [f / "minitransformer" / r for f in folders] for r in rels}
+        placed = {path for paths in at_path.values() for path in paths}
+        flat = [f / name for f in folders if f / name not in placed and (f / name).is_file()]
+        if flat and not all(any(path.is_file() for path in paths) for paths in at_path.values()):
+            where = " or ".join(f"minitransformer/{r.as_posix()}" for r in rels)
+            return (f"{_rel(flat[0], submission)}: is it {where}? Both are named {name} and both are graded: "
+                    "hand in the folder, or each file with its path inside the package (a zip keeps the "
+                    "paths); nothing was graded")
+    return None
+
+
 # ------------------------------------------------------------------ a body laid over the stub
 def _body_lines(source: str, func, indent_to: int) -> list:
     """The body of ``func`` after its docstring, re-indented from its column to ``indent_to``."""
@@ -192,8 +223,12 @@ def _stage_target(root: Path, t, rel: str, source: str, func) -> str | None:
 
 
 def stage(submission, assignments=ASSIGNMENTS) -> tuple:
-    """(staged folder, notes): a fresh pristine copy with the submission's target bodies."""
+    """(staged folder, notes): a fresh pristine copy with the submission's target bodies; Ambiguous
+    (nothing staged) for file names that do not say which file they are."""
     submission = Path(submission)
+    refused = ambiguous(submission, assignments)
+    if refused:
+        raise Ambiguous(refused)
     root = Path(tempfile.mkdtemp(prefix="mt-staged-"))
     try:
         shutil.copytree(pristine_copy() / "minitransformer", root / "minitransformer")
