@@ -10,18 +10,27 @@ shown getting the honest grade (and measured against the grader before its fix, 
                                                                           per call; now refused by size
     a student folder named "seed" in check-class                  before: the class's secret seed
                                                                           replaced by that student's JSON
+    the report as an oracle on the zip's fixed seed: the inputs    before: softmax 5/5 after 7
+      leaked through exception messages, a table of results               submissions, no softmax written;
+      computed offline handed in                                          now every run draws new inputs
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
+import subprocess
+import sys
 import textwrap
 import time
+import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from minitransformer.cli import main
 from minitransformer.homework import classroom
 from minitransformer.homework.grade import grade
 from minitransformer.homework.needs import Answers
@@ -212,3 +221,46 @@ def test_a_student_folder_named_seed_leaves_the_class_seed(tmp_path):
     assert classroom.report_files(["seed", "seed (2)", "gradebook"]) == {
         "seed": "seed (2).json", "seed (2)": "seed (2) (2).json", "gradebook": "gradebook.json"}
 
+
+
+# ------------------------------------------------------------------ the Gradescope zip: the report as an oracle
+LEAK_HASH = """
+import hashlib, numpy as np
+raise ValueError("INPUTS " + hashlib.sha256(np.ascontiguousarray(x).tobytes()).hexdigest()[:16])
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the scripts are bash; Gradescope runs Linux")
+def test_every_run_of_the_zip_grades_inputs_drawn_afresh(tmp_path):
+    """On the zip's one seed every resubmission was graded on the same inputs: a submission carried them
+    out through exception messages (800 characters each), the student computed their results offline and
+    handed in a table: softmax 5/5 after 7 submissions, no softmax written (tests/redteam_attacks.py,
+    oracle). Now each run draws its inputs from the zip's seed and a fresh nonce, kept in results.json's
+    extra_data, from which the instructor grades the same inputs again."""
+    zip_path = tmp_path / "a.zip"
+    assert main(["homework", "autograder", "softmax", "--out", str(zip_path), "--seed-file", seed_file(tmp_path),
+                 "--timeout", "10", "--budget", "30"]) == 0
+    root = tmp_path / "autograder"
+    with zipfile.ZipFile(zip_path) as z:
+        z.extractall(root / "source")
+    env = dict(os.environ, AUTOGRADER_ROOT=str(root), PYTHON=sys.executable, PIP_NO_INDEX="1")
+    assert subprocess.run(["bash", str(root / "source" / "setup.sh")], env=env, timeout=120).returncode == 0
+    (root / "submission").mkdir()
+    (root / "submission" / "softmax.py").write_text("def softmax_forward(x, axis=-1):\n"
+                                                    + textwrap.indent(LEAK_HASH.strip(), "    ") + "\n")
+    runs = []
+    for _ in range(2):
+        subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, timeout=120, check=True)
+        report = json.loads((root / "results" / "results.json").read_text())
+        runs.append((re.findall(r"INPUTS (\w+)", report["tests"][0]["output"]), report["extra_data"]["inputs_nonce"]))
+    (first, nonce), (second, _) = runs
+    assert first and second and not set(first) & set(second)          # nothing of one run's inputs in the next
+    derived = int.from_bytes(hashlib.sha256(f"{SECRET}:{nonce}".encode()).digest()[:16], "big")
+    again = grade(root / "submission", ["softmax"], limits=FAST, seed=derived)[0]
+    assert set(re.findall(r"INPUTS (\w+)", json.dumps(again["rows"]))) == set(first)
+
+
+def seed_file(folder: Path) -> str:
+    path = folder / "seed.json"
+    path.write_text(json.dumps({"seed": SECRET}))
+    return str(path)
