@@ -31,10 +31,10 @@ import numpy as np
 import pytest
 
 from minitransformer.cli import main
-from minitransformer.homework import classroom
+from minitransformer.homework import classroom, needs
 from minitransformer.homework.grade import grade
 from minitransformer.homework.needs import Answers
-from minitransformer.homework.sandbox import ChildGone, Isolated, Limits, isolated
+from minitransformer.homework.sandbox import ChildGone, Isolated, Limits, can_isolate
 from minitransformer.homework.wire import Whole
 
 REFERENCE = Path(__file__).resolve().parents[1] / "minitransformer"
@@ -87,6 +87,8 @@ def test_a_linked_file_or_a_fifo_at_a_package_path_is_named_and_never_waited_on(
 
 
 # ------------------------------------------------------------------ the grader's answers to needed calls
+LINUX_FORK = pytest.mark.skipif(not can_isolate(), reason="the answers' own process needs fork and /proc (Linux)")
+
 RESIDUAL_BACKWARD = """
 if self.norm_position == "pre":
     dh, extra = _split(self.sublayer.backward(self.dropout.backward(dy)))
@@ -138,8 +140,7 @@ def peak_rss() -> int:
         return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
 
 
-@pytest.mark.skipif(not os.path.exists("/proc/self/status") or not hasattr(os, "fork"),
-                    reason="the answers' own process needs fork and /proc (Linux)")
+@LINUX_FORK
 def test_a_needed_call_cannot_make_the_grader_hold_what_the_student_may_not(tmp_path):
     """While block is graded its body may ask for repeat_kv and layernorm (block builds on them). The
     integers and the caches are the student's: r = 5e7 asked the grader for 400 MB of copies, a cache
@@ -154,38 +155,52 @@ def test_a_needed_call_cannot_make_the_grader_hold_what_the_student_may_not(tmp_
     assert peak_rss() < before + (200 << 20)
 
 
-@pytest.mark.skipif(not os.path.exists("/proc/self/status") or not hasattr(os, "fork"),
-                    reason="the answers' own process needs fork and /proc (Linux)")
-def test_an_answer_past_the_deadline_times_out_and_its_process_is_gone():
-    class Slow:
+@LINUX_FORK
+def test_an_answer_past_the_deadline_times_out_and_its_process_is_gone(monkeypatch):
+    real = Answers("attention", "minitransformer")
+
+    class Slow:                                          # what the forked helper builds from now on
+        def __init__(self, *args):
+            pass
+
         def frame(self, header, blobs):
             time.sleep(60)
 
-    end = time.monotonic() + 1.0
-    helper = Isolated(Slow(), 256, 120, lambda: end)
-    pid = helper.pid
-    start = time.monotonic()
+    monkeypatch.setattr(needs, "Answers", Slow)
+    end = time.monotonic() + 2.0
+    helper = Isolated(256, 120, lambda: end)
+    helper.target(real)
+    pid, start = helper.pid, time.monotonic()
     with pytest.raises(ChildGone) as gone:
-        helper.frame({"id": "need-1", "need": "functional.softmax:softmax_forward"}, [])
+        helper.frame({"id": "need-1", "need": "functional.softmax:softmax_forward", "params": None}, [])
     assert gone.value.reason == "timeout" and time.monotonic() - start < 10
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)                      # killed and reaped
     helper.close()                                       # twice: nothing left to do
 
 
-@pytest.mark.skipif(not os.path.exists("/proc/self/status") or not hasattr(os, "fork"),
-                    reason="the answers' own process needs fork and /proc (Linux)")
-def test_the_answers_process_answers_as_the_grader_would():
+def softmax_question(id="need-1", need="functional.softmax:softmax_forward", **more) -> tuple:
+    x = np.random.default_rng(0).standard_normal((2, 3))
+    blobs: list = []
+    tree = Whole("minitransformer").encode({"args": [x], "kwargs": {}, "owner": None}, blobs)
+    return {"id": id, "need": need, "params": tree, **more}, blobs
+
+
+@LINUX_FORK
+def test_the_answers_process_answers_as_the_grader_would_and_only_for_its_assignment():
+    """The helper answers byte for byte as the grader's process would. It is told its assignment by
+    the grader (``target``); a ``target`` the child writes into its own question is not passed on
+    (else a body graded for mha could have the helper answer as for block, MultiHeadAttention.backward)."""
     answers = Answers("attention", "minitransformer")
-    helper = isolated(answers, 256, 60, lambda: time.monotonic() + 30)
+    helper = Isolated(256, 60, lambda: time.monotonic() + 30)
     try:
-        x = np.random.default_rng(0).standard_normal((2, 3))
-        whole, blobs = Whole("minitransformer"), []
-        tree = whole.encode({"args": [x], "kwargs": {}, "owner": None}, blobs)
-        header = {"id": "need-1", "need": "functional.softmax:softmax_forward", "params": tree}
-        assert helper.frame(header, blobs) == answers.frame(header, blobs)
-        refused = {"id": "need-2", "need": "functional.attention:attention_forward", "params": tree}
-        assert b"PermissionError" in helper.frame(refused, blobs)
+        helper.target(answers)
+        assert helper.frame(*softmax_question()) == answers.frame(*softmax_question())
+        smuggled = softmax_question(need="layers.attention:MultiHeadAttention.backward",
+                                    target=["block", "minitransformer"])
+        assert b"PermissionError" in helper.frame(*smuggled)
+        assert b"PermissionError" in helper.frame(*softmax_question(need="functional.attention:attention_forward"))
+        assert helper.frame(*softmax_question()) == answers.frame(*softmax_question())
     finally:
         helper.close()
 

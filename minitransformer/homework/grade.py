@@ -38,7 +38,7 @@ from .evaluate import run
 from .expected import Stored, in_student_copy
 from .graded import REFERENCE
 from .needs import Answers
-from .sandbox import ChildGone, Limits, Sandbox, Unconfined, isolated
+from .sandbox import ChildGone, Limits, Sandbox, Unconfined
 from .submission import stage
 from .walls import missing
 
@@ -74,13 +74,8 @@ def _needs(sandbox, assignment) -> None:
     """The child asks this process for the functions ``assignment`` builds on, from now on; they are
     answered in a process of their own, bounded like the child (needs.isolated): the arguments are
     the student's."""
-    if hasattr(sandbox.answers, "close"):
-        sandbox.answers.close()
-    answers = Answers(assignment.id, REFERENCE)
     targets = [[t.module, t.qualname] for a in needed(assignment) for t in a.targets]
-    limits = sandbox.limits
-    sandbox.answers = isolated(answers, limits.memory_mb, int(limits.budget) + 5, lambda: sandbox.deadline) \
-        if targets else answers
+    sandbox.answer_with(Answers(assignment.id, REFERENCE), isolate=bool(targets))
     if targets:
         sandbox.request("need", targets=targets)
 

@@ -30,6 +30,7 @@ import os
 import select
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -108,7 +109,7 @@ class Sandbox:
     def __init__(self, copy_dir, limits: Limits = Limits(), *, package: str = "minitransformer",
                  required: bool = True):
         self.limits, self.deadline, self.proc = limits, time.monotonic() + limits.timeout, None
-        self.answers, self.walls = None, {}
+        self.answers, self.walls, self.helper = None, {}, None
         self.private = Path(tempfile.mkdtemp(prefix="mt-grader-"))          # 0700: ours alone
         self.cwd = Path(tempfile.mkdtemp(prefix="mt-child-"))
         os.chmod(self.cwd, 0o755)                                            # readable, not writable
@@ -272,6 +273,18 @@ class Sandbox:
         return RemoteModule(self, self.request("call", target=target, args=list(args), kwargs=kwargs))
 
     # ------------------------------------------------------------- the end
+    def answer_with(self, answers, isolate: bool = True) -> None:
+        """From now on the child's needed calls are answered as ``answers`` (needs.Answers) says: with
+        ``isolate``, where this machine can, in the process of their own (``Isolated``, one per child,
+        started at the first assignment that needs it and again after it is killed)."""
+        if not (isolate and can_isolate()):
+            self.answers = answers
+            return
+        if self.helper is None or self.helper.pid is None:
+            self.helper = Isolated(self.limits.memory_mb, int(self.limits.budget) + 5, lambda: self.deadline)
+        self.helper.target(answers)
+        self.answers = self.helper
+
     def output_tail(self, n: int = 400) -> str:
         """The last ``n`` characters the child printed (for the instructor; never parsed)."""
         try:
@@ -283,8 +296,8 @@ class Sandbox:
     def kill(self):
         """Kill the child's whole process group (and the answering process of its needed calls, if
         any: needs.Isolated); the child's exit code (negative: the signal)."""
-        if hasattr(self.answers, "close"):
-            self.answers.close()
+        if self.helper is not None:
+            self.helper.close()
         if self.proc is None:
             return None
         if self.proc.poll() is None or POSIX:
@@ -409,12 +422,9 @@ def _program() -> str:
 
 
 # ------------------------------------------------------------------ the answers in a process of their own
-def isolated(answers, memory_mb: int, cpu_s: int, deadline):
-    """``answers`` (needs.Answers) computed in a forked copy of this process (``Isolated``) where this
-    machine can fork one (Linux), else ``answers`` itself, computed here."""
-    if not (hasattr(os, "fork") and os.path.exists("/proc/self/status")):
-        return answers
-    return Isolated(answers, memory_mb, cpu_s, deadline)
+def can_isolate() -> bool:
+    """Whether this machine can fork a process for the answers (Linux: fork and /proc)."""
+    return hasattr(os, "fork") and os.path.exists("/proc/self/status")
 
 
 class Isolated:
@@ -423,17 +433,18 @@ class Isolated:
     (RLIMIT_AS; past it, a MemoryError answered to the student's call) and ``cpu_s`` of CPU, and
     is due by ``deadline()`` (time.monotonic()), past which the copy is killed and the assignment
     times out: the student's arguments cost the student's time and memory, never the grader's.
-    Trusted code only runs there (the reference, this module); nothing the student wrote."""
+    Trusted code only runs there (the reference, this module, needs.Answers); nothing the student
+    wrote. One per child (a submission's), told which assignment it answers for (``target``)."""
 
-    def __init__(self, answers, memory_mb: int, cpu_s: int, deadline):
-        self.answers, self.deadline = answers, deadline
+    def __init__(self, memory_mb: int, cpu_s: int, deadline):
+        self.deadline, self.answers = deadline, None
         to_helper, self._w = os.pipe()
         self._r, from_helper = os.pipe()
         pid = os.fork()
         if pid == 0:                                       # the helper: never returns
             code = 1
             try:
-                _serve(answers, to_helper, from_helper, memory_mb, cpu_s)
+                _serve(to_helper, from_helper, memory_mb, cpu_s)
                 code = 0
             finally:
                 os._exit(code)
@@ -443,11 +454,21 @@ class Isolated:
         os.set_blocking(self._w, False)
         os.set_blocking(self._r, False)
 
+    def target(self, answers) -> None:
+        """From now on answer as ``answers`` (needs.Answers) would: its assignment, its package."""
+        self._ask({"id": "target", "target": [answers.assignment.id, answers.package]}, [])
+        self.answers = answers
+
     def frame(self, header: dict, blobs: list) -> bytes:
-        """The helper's reply to a ``need`` message, as the bytes to send to the child."""
+        """The helper's reply to the child's ``need`` message, as the bytes to send to the child (as they
+        came). Only the message's id, name and arguments go on: a ``target`` of the child's making
+        would make the helper answer for another assignment."""
+        return self._ask({k: header.get(k) for k in ("id", "need", "params")}, blobs)
+
+    def _ask(self, header: dict, blobs: list) -> bytes:
         try:
             self._send(frame_bytes(header, blobs))
-            reply, sent = read_frame(self._r, self._wait)
+            return self._receive()
         except TimeoutError:
             self.close()
             raise ChildGone("timeout", "timed out (the grader's answer to a needed call, computed from your "
@@ -456,7 +477,13 @@ class Isolated:
             self.close()
             raise ChildGone("crashed", "the grader could not answer a needed call from your arguments (its "
                                        f"answering process ended: {type(e).__name__})") from None
-        return frame_bytes(reply, sent)
+
+    def _receive(self) -> bytes:
+        prefix = wire._read_exact(self._r, 8, self._wait)
+        (n,) = struct.unpack("<Q", prefix)
+        if n > wire.MAX_FRAME:
+            raise ValueError(f"an answer of {n} bytes")
+        return prefix + wire._read_exact(self._r, n, self._wait)
 
     def _left(self) -> float:
         left = self.deadline() - time.monotonic()
@@ -496,8 +523,10 @@ class Isolated:
         self.pid = None
 
 
-def _serve(answers, rfd: int, wfd: int, memory_mb: int, cpu_s: int) -> None:
-    """The helper's loop: one ``need`` message in, its reply out, until the grader closes the pipe."""
+def _serve(rfd: int, wfd: int, memory_mb: int, cpu_s: int) -> None:
+    """The helper's loop: one message in (``target``: answer for that assignment; else a ``need``), its
+    reply out, until the grader closes the pipe."""
+    from .needs import Answers
     _detach(keep=(rfd, wfd))
     _one_blas_thread()
     import resource
@@ -507,13 +536,18 @@ def _serve(answers, rfd: int, wfd: int, memory_mb: int, cpu_s: int) -> None:
         if value is not None:
             hard = resource.getrlimit(which)[1]
             resource.setrlimit(which, (value if hard == resource.RLIM_INFINITY else min(value, hard), hard))
+    answers = None
     while True:
         try:
             header, blobs = read_frame(rfd)
         except (EOFError, ValueError, OSError):
             return
         try:
-            data = answers.frame(header, blobs)
+            if "target" in header:
+                answers = Answers(*header["target"])
+                data = frame_bytes({"id": "target", "value": None}, [])
+            else:
+                data = answers.frame(header, blobs)
         except BaseException as e:                # noqa: BLE001 - even MemoryError while encoding: an answer
             data = frame_bytes({"id": header.get("id"), "error": {"type": type(e).__name__[:40],
                                                                   "message": str(e)[:300]}}, [])
