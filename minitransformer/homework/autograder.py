@@ -4,10 +4,14 @@
                     NumPy when it is new enough, else pip installs it there), installs the wheel (no
                     dependencies, no index) into source/grader-lib, and makes source/ readable by
                     root only
-    run_autograder  grades $ROOT/submission with that environment's Python and the instructor's
-                    seed (from grader.json, never on a command line) behind the kernel's walls (it
-                    refuses to grade without them unless the zip was built --unconfined) and always
-                    leaves $ROOT/results/results.json, also after a crash or a timeout
+    run_autograder  grades $ROOT/submission with that environment's Python on inputs drawn afresh
+                    for this run from the instructor's seed (grader.json, never on a command line)
+                    and a random nonce (``run_seed``: a student who resubmits cannot leak the inputs
+                    of one run through its report and hand in a table of their results for the
+                    next), behind the kernel's walls (it refuses to grade without them unless the
+                    zip was built --unconfined), and always leaves $ROOT/results/results.json, also
+                    after a crash or a timeout, with the nonce in its extra_data (the same inputs
+                    again: ``run_seed``'s recipe)
     grader.json     the assignments, the secret seed, the time limits, whether to grade unconfined
 
 Nothing is installed into the system's Python: an externally managed one (PEP 668: Debian 12,
@@ -72,10 +76,14 @@ START=$(date +%s)
 if [ -x "$PY" ]; then
   read -r LIMIT TIMEOUT BUDGET WALLS IDS < <("$PY" -c "import json,sys; c=json.load(open(sys.argv[1])); print(c['limit'], c['timeout'], c['budget'], '--unconfined' if c.get('unconfined') else '--confined', ' '.join(c['assignments']))" "$SRC/grader.json")
   [ "$WALLS" = "--unconfined" ] || WALLS=""
+  RUN_SEED="$(mktemp)"              # 0600: this run's seed, from grader.json's and a fresh nonce
+  NONCE=$("$PY" -I -c "import sys; sys.path.insert(0, sys.argv.pop(1)); from minitransformer.homework.autograder import run_seed; print(run_seed(*sys.argv[1:]))" "$SRC/grader-lib" "$SRC/grader.json" "$RUN_SEED")
   timeout -k 10 "$LIMIT" "$PY" -I -c "import sys; sys.path.insert(0, sys.argv.pop(1)); from minitransformer.cli import main; sys.exit(main(sys.argv[1:]))" "$SRC/grader-lib" \\
-      homework check "$ROOT/submission" $IDS --seed-file "$SRC/grader.json" --timeout "$TIMEOUT" --budget "$BUDGET" \\
+      homework check "$ROOT/submission" $IDS --seed-file "$RUN_SEED" --timeout "$TIMEOUT" --budget "$BUDGET" \\
       $WALLS --json "$RESULTS" > "$ROOT/results/report.txt" 2>&1
   CODE=$?
+  rm -f "$RUN_SEED"
+  [ -s "$RESULTS" ] && [ -n "$NONCE" ] && "$PY" -I -c "import sys; sys.path.insert(0, sys.argv.pop(1)); from minitransformer.homework.autograder import record_nonce; record_nonce(*sys.argv[1:])" "$SRC/grader-lib" "$RESULTS" "$NONCE"
   WHY=$( [ "$CODE" = 124 ] && echo timeout || echo crash )
 else
   CODE=127
@@ -87,6 +95,35 @@ if [ ! -s "$RESULTS" ]; then
 fi
 exit 0
 """
+
+
+def run_seed(config: str, out: str) -> str:
+    """Write this run's seed to the file ``out`` (0600) and return its nonce: the seed is the first 128
+    bits of sha256("<grader.json's seed>:<nonce>"), the nonce 128 fresh random bits. Gradescope grades
+    every resubmission with the zip's one grader.json; on its one seed, a submission could carry the
+    inputs of one run out through its report (an exception message holds 800 characters) and come
+    back with a table of their expected results (7 submissions gave softmax 5/5 without a softmax)."""
+    import os
+    import secrets
+    nonce = secrets.token_hex(16)
+    seed = json.loads(Path(config).read_text(encoding="utf-8"))["seed"]
+    derived = int.from_bytes(hashlib.sha256(f"{seed}:{nonce}".encode()).digest()[:16], "big")
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump({"seed": derived}, f)
+    return nonce
+
+
+def record_nonce(results: str, nonce: str) -> None:
+    """The run's nonce into results.json's extra_data (not shown to students), to grade the same inputs
+    again: --seed-file holding run_seed's derived seed."""
+    import os
+    path = Path(results)
+    report = json.loads(path.read_text(encoding="utf-8"))
+    report.setdefault("extra_data", {})["inputs_nonce"] = nonce
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)                          # never half a results.json
 
 
 def _record_hash(data: bytes) -> str:

@@ -102,12 +102,13 @@ def grade_class(folder, ids=(), out="gradebook", *, jobs: int = 1, limits: Limit
     out = prepare_out(out, force)
     tasks = [(s, [a.id for a in assignments], limits, seed, unconfined) for s in submissions_in(folder)]
     rows, written = {}, [write_seed(out, seed)] if write_seed_file else []
+    files = report_files([task[0].name for task in tasks])
 
     def record(name, results, notes):
         report = gradescope(results, notes)
         try:
-            (out / f"{name}.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-            written.append(f"{name}.json")
+            (out / files[name]).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+            written.append(files[name])
         except OSError as e:
             notes = notes + [f"could not write {name}.json ({e.strerror})"]
         rows[name] = _row(name, results, notes, assignments, report["score"])
@@ -124,6 +125,21 @@ def grade_class(folder, ids=(), out="gradebook", *, jobs: int = 1, limits: Limit
         writer.writerows(rows[task[0].name] for task in tasks)
     (out / MANIFEST).write_text("\n".join(written + [GRADEBOOK]) + "\n", encoding="utf-8")
     return out / GRADEBOOK
+
+
+def report_files(names) -> dict:
+    """name -> the file of that student's JSON in OUT: ``<name>.json``, unless that is a file this
+    command writes itself (a folder named "seed" would replace the class's secret seed, seed.json)
+    or one taken already: then ``<name> (2).json``, ``(3)``, ... in the order of ``names``."""
+    taken, files = {SEED_FILE, GRADEBOOK, MANIFEST}, {}
+    for name in names:
+        file, n = f"{name}.json", 1
+        while file in taken:
+            n += 1
+            file = f"{name} ({n}).json"
+        taken.add(file)
+        files[name] = file
+    return files
 
 
 def _row(name, results, notes, assignments, total) -> list:

@@ -78,9 +78,11 @@ def _not_stored(assignment) -> dict:
 
 
 def _needs(sandbox, assignment) -> None:
-    """The child asks this process for the functions ``assignment`` builds on, from now on."""
-    sandbox.answers = Answers(assignment.id, REFERENCE)
+    """The child asks this process for the functions ``assignment`` builds on, from now on; they are
+    answered in a process of their own, bounded like the child (needs.isolated): the arguments are
+    the student's."""
     targets = [[t.module, t.qualname] for a in needed(assignment) for t in a.targets]
+    sandbox.answer_with(Answers(assignment.id, REFERENCE), isolate=bool(targets))
     if targets:
         sandbox.request("need", targets=targets)
 
