@@ -31,10 +31,10 @@ matplotlib.use("Agg")                    # figures go to files, never to a windo
 import numpy as np
 from matplotlib.figure import Figure
 
+from _lecture import FAST, OUT, save_figure    # fast-mode switch; where figures go (lectures/_lecture.py)
 from minitransformer.functional.attention import attention_forward
 from minitransformer.functional.softmax import softmax_backward, softmax_forward
 
-from _lecture import FAST, OUT, save_figure    # fast-mode switch; where figures go (lectures/_lecture.py)
 np.set_printoptions(precision=4, suppress=True)
 
 # %% [markdown]

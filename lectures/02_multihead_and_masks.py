@@ -27,6 +27,7 @@ import matplotlib
 matplotlib.use("Agg")                    # figures go to files, never to a window
 import numpy as np
 
+from _lecture import FAST, OUT, show_png    # fast-mode switch; where figures go (lectures/_lecture.py)
 from minitransformer.plots.attention import attention_map
 from minitransformer.plots.masks import causal_table, key_padding_figure
 from minitransformer.functional.attention import attention_forward
@@ -35,7 +36,6 @@ from minitransformer.functional.masks import causal_mask, combine_masks, key_pad
 from minitransformer.gradcheck import check_module
 from minitransformer.layers import Causal, MultiHeadAttention
 
-from _lecture import FAST, OUT, show_png    # fast-mode switch; where figures go (lectures/_lecture.py)
 np.set_printoptions(precision=3, suppress=True)
 
 # %% [markdown]

@@ -29,11 +29,11 @@ matplotlib.use("Agg")                    # figures go to files, never to a windo
 import numpy as np
 from matplotlib.figure import Figure
 
+from _lecture import FAST, OUT, save_figure    # fast-mode switch; where figures go (lectures/_lecture.py)
 from minitransformer.functional.norm import layernorm_backward, layernorm_forward
 from minitransformer.gradcheck import check_module, check_pair
 from minitransformer.layers import Dropout, FeedForward, LayerNorm, Residual
 
-from _lecture import FAST, OUT, save_figure    # fast-mode switch; where figures go (lectures/_lecture.py)
 np.set_printoptions(precision=4, suppress=True)
 
 

@@ -29,6 +29,7 @@ matplotlib.use("Agg")                    # figures go to files, never to a windo
 import numpy as np
 from matplotlib.figure import Figure
 
+from _lecture import FAST, OUT, save_figure, show_png    # fast-mode switch; where figures go (lectures/_lecture.py)
 from minitransformer.plots.positions import rope_figure, sinusoidal_encoding
 from minitransformer.functional.alibi import alibi_bias, alibi_slopes
 from minitransformer.functional.masks import causal_mask
@@ -36,7 +37,6 @@ from minitransformer.functional.rope import rope_forward
 from minitransformer.functional.sinusoidal import sinusoidal_table
 from minitransformer.layers import LearnedPositionEmbedding, MultiHeadAttention
 
-from _lecture import FAST, OUT, save_figure, show_png    # fast-mode switch; where figures go (lectures/_lecture.py)
 np.set_printoptions(precision=4, suppress=True)
 
 # %% [markdown]

@@ -27,6 +27,7 @@ import matplotlib
 matplotlib.use("Agg")                    # figures go to files, never to a window
 import numpy as np
 
+from _lecture import FAST, OUT, show_png    # fast-mode switch; where figures go (lectures/_lecture.py)
 from minitransformer.plots.training import label_smoothing, loss_curve, lr_schedules
 from minitransformer.training.data import BOS, EOS, IGNORE_INDEX, PAD, make_sequence_task
 from minitransformer.functional.cross_entropy import cross_entropy_backward, cross_entropy_forward
@@ -37,7 +38,6 @@ from minitransformer.optim import noam_schedule
 from minitransformer.training.tasks import SequenceTaskData
 from minitransformer.training.loop import TrainConfig, train
 
-from _lecture import FAST, OUT, show_png    # fast-mode switch; where figures go (lectures/_lecture.py)
 np.set_printoptions(precision=4, suppress=True)
 
 NAMES = {PAD: "[PAD]", BOS: "[START]", EOS: "[END]"}          # the special tokens 0, 1, 2

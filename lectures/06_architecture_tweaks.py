@@ -29,6 +29,7 @@ import matplotlib
 matplotlib.use("Agg")                    # figures go to files, never to a window
 import numpy as np
 
+from _lecture import FAST, OUT, show_png    # fast-mode switch; where figures go (lectures/_lecture.py)
 from minitransformer.plots.activations import activation_curves, gelu_difference
 from minitransformer.plots.gradients import prenorm_vs_postnorm
 from minitransformer.plots.masks import attention_patterns
@@ -48,7 +49,6 @@ from minitransformer.training.tasks import LanguageModelTask
 from minitransformer.tokenizers import CharTokenizer
 from minitransformer.training.loop import TrainConfig, train
 
-from _lecture import FAST, OUT, show_png    # fast-mode switch; where figures go (lectures/_lecture.py)
 np.set_printoptions(precision=4, suppress=True)
 
 # %% [markdown]

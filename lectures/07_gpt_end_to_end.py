@@ -29,6 +29,7 @@ import matplotlib
 matplotlib.use("Agg")                    # figures go to files, never to a window
 import numpy as np
 
+from _lecture import FAST, OUT, show_png    # fast-mode switch; where figures go (lectures/_lecture.py)
 from minitransformer.plots.attention import attention_grid, attention_map
 from minitransformer.plots.training import loss_curve
 from minitransformer.training.data import load_text, random_batch, train_val_split
@@ -40,7 +41,6 @@ from minitransformer.training.tasks import LanguageModelTask
 from minitransformer.tokenizers import CharTokenizer
 from minitransformer.training.loop import TrainConfig, train
 
-from _lecture import FAST, OUT, show_png    # fast-mode switch; where figures go (lectures/_lecture.py)
 np.set_printoptions(precision=3, suppress=True)
 
 # %% [markdown]

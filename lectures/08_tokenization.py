@@ -33,12 +33,12 @@ matplotlib.use("Agg")                    # figures go to files, never to a windo
 import numpy as np
 from matplotlib.figure import Figure
 
+from _lecture import FAST, save_figure    # fast-mode switch; figures saved (and shown in a notebook) (lectures/_lecture.py)
 from minitransformer.pretrained import minilm_path
 from minitransformer.tokenizers import ByteBPETokenizer, CharTokenizer, WordPieceTokenizer
 from minitransformer.tokenizers.bpe import N_BYTES, PRETOKEN_PATTERN, merge_pair
 from minitransformer.training.data import load_text
 
-from _lecture import FAST, save_figure    # fast-mode switch; figures saved (and shown in a notebook) (lectures/_lecture.py)
 np.set_printoptions(precision=4, suppress=True)
 
 # %% [markdown]

@@ -32,6 +32,7 @@ matplotlib.use("Agg")                    # figures go to files, never to a windo
 import numpy as np
 from matplotlib.figure import Figure
 
+from _lecture import FAST, OUT, save_figure, show_png   # fast-mode switch; figures (lectures/_lecture.py)
 from minitransformer.cli.train import mlm_accuracy
 from minitransformer.functional.cross_entropy import cross_entropy_forward
 from minitransformer.models import Encoder, EncoderConfig
@@ -43,7 +44,6 @@ from minitransformer.training.data import IGNORE_INDEX, load_text, mlm_mask, tra
 from minitransformer.training.loop import TrainConfig, train
 from minitransformer.training.tasks import MaskedLMTask
 
-from _lecture import FAST, OUT, save_figure, show_png   # fast-mode switch; figures (lectures/_lecture.py)
 np.set_printoptions(precision=4, suppress=True)
 
 # %% [markdown]

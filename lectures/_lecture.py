@@ -3,6 +3,9 @@
     FAST   MINITRANSFORMER_FAST=1: smaller models, fewer steps (the tests run this way)
     OUT    MINITRANSFORMER_LECTURE_OUT, else _out/ beside this file (lectures/_out/, git-ignored;
            DIR/_out/ in a copy from `python -m minitransformer lectures --out DIR`), created here
+    COPY   the student's homework copy this file lies in (None elsewhere): its folder goes first
+           on sys.path, so the lecture imports the student's minitransformer, never an installed
+           one; every lecture imports this helper before minitransformer for that reason
 
     save_figure(fig, name)   writes OUT/name; opened as a notebook, also shows it inline
     show_png(path)           shows a PNG a plotting function wrote (notebook only)
@@ -10,6 +13,23 @@
 import os
 import sys
 from pathlib import Path
+
+# The mark a homework export leaves in its copy (homework/expected.py, MARKER). Read as a path, not
+# through the package: this helper must find the copy before any minitransformer is imported.
+COPY_MARK = Path("minitransformer", "homework", "copy.json")
+
+
+def copy_root(start: Path):
+    """The folder holding a student's copy of the package (its mark) at or above ``start``; else None."""
+    for folder in (start, *start.parents):
+        if (folder / COPY_MARK).is_file():
+            return folder
+    return None
+
+
+COPY = copy_root(Path(__file__).resolve().parent)
+if COPY is not None and sys.path[:1] != [str(COPY)]:
+    sys.path.insert(0, str(COPY))      # before site-packages and an editable install's finder
 
 FAST = os.environ.get("MINITRANSFORMER_FAST") == "1"
 OUT = Path(os.environ.get("MINITRANSFORMER_LECTURE_OUT", Path(__file__).parent / "_out"))

@@ -604,15 +604,17 @@ for name in names:
                 except (TypeError, ValueError):
                     continue
                 called += 1
-                signal.setitimer(signal.ITIMER_REAL, 1.0)
-                try:
-                    out = list(arrays(f(*[np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args],
-                                        **{k: np.array(v, copy=True) if isinstance(v, np.ndarray) else v
-                                           for k, v in kwargs.items()})))
+                try:                                # the alarm may also land in the inner finally
+                    try:
+                        signal.setitimer(signal.ITIMER_REAL, 1.0)
+                        out = list(arrays(f(*[np.array(a, copy=True) if isinstance(a, np.ndarray) else a
+                                              for a in args],
+                                            **{k: np.array(v, copy=True) if isinstance(v, np.ndarray) else v
+                                               for k, v in kwargs.items()})))
+                    finally:
+                        signal.setitimer(signal.ITIMER_REAL, 0)
                 except BaseException:
                     out = []
-                finally:
-                    signal.setitimer(signal.ITIMER_REAL, 0)
                 for tensor in spec["refs"]:
                     r = cases[case + "/ref/" + tensor]
                     for o in out:

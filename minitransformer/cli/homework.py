@@ -1,7 +1,7 @@
 """`python -m minitransformer homework ...`: assignments, students' copies, grading, Gradescope.
 
     homework list
-    homework export ASSIGNMENT... --out DIR [--with-solutions] [--force]   ("all" = every assignment)
+    homework export ASSIGNMENT... --out DIR [--with-solutions | --without-derivations] [--force]   ("all": every one)
     homework check SUBMISSION [ASSIGNMENT...] [--json results.json] [--seed-file F] [--unconfined]
     homework check-class SUBMISSIONS [ASSIGNMENT...] --out DIR [--force] [--jobs N] [--seed-file F] [--unconfined]
     homework autograder ASSIGNMENT... --out autograder.zip [--seed-file F] [--unconfined]
@@ -58,11 +58,13 @@ def _export(args) -> int:
         raise Refused(f"--out {out}: is a file; expected a folder for the copy (empty, or one an earlier "
                       "export wrote, with --force)")
     try:
-        chosen = export(args.assignments, out, with_solutions=args.with_solutions, force=args.force)
+        chosen = export(args.assignments, out, with_solutions=args.with_solutions, force=args.force,
+                        derivations=not args.without_derivations)
     except OSError as e:
         raise Refused(f"--out {out}: cannot write the copy there ({e.strerror or e}"
                       f"{': ' + str(e.filename) if e.filename else ''})") from None
-    kind = "solutions kept" if args.with_solutions else "stubbed"
+    kind = "solutions kept" if args.with_solutions else \
+        "stubbed, without the derivations" if args.without_derivations else "stubbed"
     print(f"exported {len(chosen)} assignment(s) ({kind}) to {args.out}: "
           f"{', '.join(a.id for a in chosen)}; handout {args.out}/HOMEWORK.md")
     return 0
@@ -165,14 +167,20 @@ def _json_target(path) -> Path:
 
 def _check(args) -> int:
     from ..homework.expected import copy_assignments, in_student_copy
-    from ..homework.grade import grade, require_folder
+    from ..homework.grade import grade, refused, require_folder
     from ..homework.report import all_passed, format_notes, format_result, summary, write_gradescope
+    from ..homework.submission import ambiguous
     start = time.perf_counter()
     ids = args.assignments or (copy_assignments() if in_student_copy() else [])
     select(ids)
     require_folder(args.dir)
     json_file = _json_target(args.json) if args.json else None
     seed = read_seed(args.seed_file, secret=False) if args.seed_file else 0
+    unclear = ambiguous(Path(args.dir), select(ids))
+    if unclear:                             # file names that do not say which file: refused, never a 0
+        if json_file is not None:
+            write_gradescope(json_file, [refused(a, unclear) for a in select(ids)])
+        raise Refused(unclear)
     try:
         _walls(args)
     except Refused as e:                    # results.json says why nothing was graded (Gradescope shows it)
@@ -285,6 +293,9 @@ def add_homework_arguments(p) -> None:
     e.add_argument("assignments", nargs="+", metavar="ASSIGNMENT", help='assignment ids, or "all"')
     e.add_argument("--out", required=True, help="an empty folder to write the copy and the handout into")
     e.add_argument("--with-solutions", action="store_true", help="keep the real bodies (instructor copy)")
+    e.add_argument("--without-derivations", action="store_true",
+                   help="cut each stubbed backward's formula from the docstrings (the forward's equation, the "
+                        "shapes and the cache stay) and leave out the lectures that derive them")
     e.add_argument("--force", action="store_true",
                    help="write into a non-empty folder (files this export did not write are kept)")
     e.set_defaults(seed=None)

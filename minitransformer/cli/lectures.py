@@ -89,7 +89,22 @@ def run_lectures(args) -> int:
     print(f"wrote {len(written)} files to {args.out}: {len(lectures)} lectures ({lectures[0]} ... "
           f"{lectures[-1]}) and {', '.join(p.name for p in written if p.name not in lectures)}")
     print(f"run one: cd {shlex.quote(args.out)} && python {lectures[0]}   (figures go to {args.out}/_out/)")
+    said = _in_a_copy(Path(args.out))
+    if said:
+        print(said)
     return 0
+
+
+def _in_a_copy(out: Path) -> str | None:
+    """In a student's homework copy: which minitransformer the copied lectures will import."""
+    from ..homework.expected import in_student_copy
+    if not in_student_copy():
+        return None
+    root = PACKAGE.parent
+    if out.resolve().is_relative_to(root):
+        return f"they import this copy's minitransformer, your code ({root}): _lecture.py finds the copy it lies in"
+    return (f"note: {out} is outside your homework copy ({root}): lectures there import an installed "
+            "minitransformer, not your code; copy them into the copy (--out lectures, run there)")
 
 
 def add_lectures_arguments(p) -> None:

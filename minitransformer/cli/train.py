@@ -171,10 +171,28 @@ def _tokenize(args):
     return tokenizer, np.asarray(tokenizer.encode(text), dtype=np.int64)
 
 
+def _in_a_homework_copy() -> bool:
+    """Whether this command runs from a student's copy (its mark, homework/copy.json, in the package
+    this command was imported from); there it says which implementation of each assigned function
+    trains. The speed wing is then never switched on, whatever else is importable: a copy has no
+    fast/, but an editable install's finder still resolves minitransformer.fast from the repository,
+    and its twins would replace the student's functions."""
+    from ..homework.expected import in_student_copy
+    if not in_student_copy():
+        return False
+    from ..homework.implementations import report
+    print("homework copy (minitransformer/homework/copy.json): the plain loop with your functions, "
+          "the speed wing stays off")
+    for line in report():
+        print(f"  {line}")
+    return True
+
+
 def run_train(args) -> int:
-    plain = getattr(args, "plain", False)
+    copy = _in_a_homework_copy()
+    plain = getattr(args, "plain", False) or copy
     if not plain and find_spec(f"{__package__.rpartition('.')[0]}.fast") is None:
-        print("the speed wing (minitransformer/fast/) is absent, as in a homework copy: the plain loop")
+        print("the speed wing (minitransformer/fast/) is absent: the plain loop")
         plain = True
     run = train
     if not plain:
@@ -183,7 +201,8 @@ def run_train(args) -> int:
         run = partial(fast.train, data_parallel=getattr(args, "data_parallel", None) or DATA_PARALLEL)
     try:
         if plain and getattr(args, "data_parallel", None) not in (None, 1):
-            raise ValueError(f"--data-parallel: the speed wing's, not with --plain, got {args.data_parallel}")
+            why = "never in a homework copy (your functions train the model)" if copy else "not with --plain"
+            raise ValueError(f"--data-parallel: the speed wing's, {why}, got {args.data_parallel}")
         _check_run_folder(args)
         model, task, cfg, meta = build(args)
         out = args.out or os.path.join("runs", meta["family"])
@@ -214,6 +233,11 @@ def run_train(args) -> int:
     except TrainingDiverged as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    except NotImplementedError as e:
+        if not copy:
+            raise
+        print(f"error: {_stub_called(e)}", file=sys.stderr)
+        return 2
     except (ResumeMismatch, BadRunState) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -233,11 +257,21 @@ def run_train(args) -> int:
         return 1
     try:
         _write_results(model, task, meta, args, prompt, result, out)
+    except NotImplementedError as e:        # sampling calls a function training did not (a copy's stub)
+        if not copy:
+            raise
+        print(f"error: {_stub_called(e)}; the checkpoint {ckpt} is saved", file=sys.stderr)
+        return 2
     except OSError as e:
         print(f"error: {out}: cannot write the run's results ({e.strerror or e}); "
               f"the checkpoint {ckpt} is saved", file=sys.stderr)
         return 1
     return 0
+
+
+def _stub_called(e: NotImplementedError) -> str:
+    """One line for a homework copy's stub reached by the run (its message names the function)."""
+    return f"{e} (a stub of this homework copy: the model calls it; write it first, the lines above list them)"
 
 
 def _write_results(model, task, meta, args, prompt, result, out) -> None:

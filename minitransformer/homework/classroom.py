@@ -26,11 +26,12 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from .grade import grade, not_graded
+from .grade import grade, not_graded, refused
 from .registry import select
 from .report import OutError, gradescope, printable
 from .result import NOT_GRADED
 from .sandbox import Limits
+from .submission import Ambiguous
 
 MANIFEST = ".minitransformer-gradebook"
 GRADEBOOK = "gradebook.csv"
@@ -47,6 +48,8 @@ def _grade_one(args) -> tuple:
     notes: list = []
     try:
         results = grade(submission, ids, limits=limits, seed=seed, notes=notes, unconfined=unconfined)
+    except Ambiguous as e:                     # the student's file names: refused, to hand in again
+        return submission.name, [refused(a, e.args[0]) for a in select(ids)], notes
     except Exception as e:                     # noqa: BLE001 - the grader's failure: not graded, said so
         reason = f"the grader failed on this submission ({type(e).__name__}: {str(e)[:200]})"
         return submission.name, [not_graded(a, reason) for a in select(ids)], notes
@@ -99,12 +102,13 @@ def grade_class(folder, ids=(), out="gradebook", *, jobs: int = 1, limits: Limit
     out = prepare_out(out, force)
     tasks = [(s, [a.id for a in assignments], limits, seed, unconfined) for s in submissions_in(folder)]
     rows, written = {}, [write_seed(out, seed)] if write_seed_file else []
+    files = report_files([task[0].name for task in tasks])
 
     def record(name, results, notes):
         report = gradescope(results, notes)
         try:
-            (out / f"{name}.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-            written.append(f"{name}.json")
+            (out / files[name]).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+            written.append(files[name])
         except OSError as e:
             notes = notes + [f"could not write {name}.json ({e.strerror})"]
         rows[name] = _row(name, results, notes, assignments, report["score"])
@@ -121,6 +125,21 @@ def grade_class(folder, ids=(), out="gradebook", *, jobs: int = 1, limits: Limit
         writer.writerows(rows[task[0].name] for task in tasks)
     (out / MANIFEST).write_text("\n".join(written + [GRADEBOOK]) + "\n", encoding="utf-8")
     return out / GRADEBOOK
+
+
+def report_files(names) -> dict:
+    """name -> the file of that student's JSON in OUT: ``<name>.json``, unless that is a file this
+    command writes itself (a folder named "seed" would replace the class's secret seed, seed.json)
+    or one taken already: then ``<name> (2).json``, ``(3)``, ... in the order of ``names``."""
+    taken, files = {SEED_FILE, GRADEBOOK, MANIFEST}, {}
+    for name in names:
+        file, n = f"{name}.json", 1
+        while file in taken:
+            n += 1
+            file = f"{name} ({n}).json"
+        taken.add(file)
+        files[name] = file
+    return files
 
 
 def _row(name, results, notes, assignments, total) -> list:

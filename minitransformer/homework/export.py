@@ -46,7 +46,8 @@ SPEED_WING = "fast"
 # assignments' files: their drawers and their catalogue's variants), computes expected results
 # (reference) or grades a class (classroom, autograder). Never in a student's copy, never where
 # the student's code runs.
-TRUSTED = ("assignments", "reference.py", "classroom.py", "autograder.py")
+TRUSTED = ("assignments", "reference.py", "classroom.py", "autograder.py",
+           "derivations.py")       # and the table of every backward's derivation (what --without-derivations cuts)
 # What the grader's pristine copy leaves out besides: the student's code never needs them.
 NOT_STAGED = ("homework", "lectures", SPEED_WING)
 
@@ -118,6 +119,15 @@ def strip_speed_code(dest: Path) -> None:
     shutil.rmtree(dest / SPEED_WING, ignore_errors=True)
 
 
+def strip_derivations(dest: Path, assignments, stubbed) -> None:
+    """Cut the backward's formula of every ``stubbed`` function from the copy (its docstrings, its
+    cache's comments, the derivations that quote it) and leave out the lectures deriving them."""
+    from .derivations import lectures, strip         # the instructor's table: it holds every formula
+    strip(dest, stubbed)
+    for name in lectures(a.id for a in assignments):
+        (dest / "lectures" / name).unlink(missing_ok=True)
+
+
 def strip_trusted(dest: Path) -> None:
     """Leave out the trusted side of homework/ (``TRUSTED``: files, and the assignments' folder whole)."""
     for name in TRUSTED:
@@ -161,12 +171,17 @@ def _check_out(out: Path, force: bool) -> set:
 
 
 def export(ids, out, *, with_solutions: bool = False, package_dir: Path = PACKAGE_DIR,
-           force: bool = False, expectations: bool = True) -> list:
+           force: bool = False, expectations: bool = True, derivations: bool = True) -> list:
     """Copy the package into ``out``/minitransformer, stub the chosen assignments, write the handout.
 
     A student's copy also gets the public seed's expected results (homework/expected.py), for
-    its local check, and the mark of a copy; ``expectations=False`` leaves the numbers out."""
+    its local check, and the mark of a copy; ``expectations=False`` leaves the numbers out.
+    ``derivations=False`` cuts each stubbed backward's formula from the docstrings and comments and
+    leaves out the lectures that derive them (homework/derivations.py); the handout says which."""
     assignments = select(ids)
+    if with_solutions and not derivations:
+        raise ExportError("--without-derivations: goes with a student's copy; a copy --with-solutions "
+                          "keeps every body, and so every answer")
     out = Path(out)
     previous = _check_out(out, force)
     dest = out / "minitransformer"
@@ -176,14 +191,17 @@ def export(ids, out, *, with_solutions: bool = False, package_dir: Path = PACKAG
     if not with_solutions:
         strip_speed_code(dest)
         strip_trusted(dest)
-        _stub_all(dest, _stubbed(assignments))
+        stubbed = _stubbed(assignments)
+        _stub_all(dest, stubbed)
+        if not derivations:
+            strip_derivations(dest, assignments, stubbed)       # after the stubs: a body's comments are gone
         if expectations and not in_student_copy(package_dir):
             from .reference import write_expected            # the trusted side computes the numbers
             write_expected(dest, [a.id for a in assignments])
             from ..trace.compare import write_reference        # the reference trace's numbers (docs/trace.md)
             write_reference(dest, assignments)
         write_marker(dest, [a.id for a in assignments], [a.record() for a in every_assignment()])
-    (out / "HOMEWORK.md").write_text(handout(assignments, package_dir), encoding="utf-8")
+    (out / "HOMEWORK.md").write_text(handout(assignments, package_dir, derivations), encoding="utf-8")
     for a in assignments:
         (out / f"starter_{a.id}.py").write_text(starter(a, package_dir), encoding="utf-8")
     written = {p.relative_to(out).as_posix() for p in out.rglob("*")
@@ -228,8 +246,9 @@ def _copy_lectures(package_dir: Path, dest: Path) -> None:
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "_out", "*.ipynb"))
 
 
-def handout(assignments, package_dir: Path) -> str:
-    """HOMEWORK.md: how to work, check and hand in, then each assignment's page (homework/handout.py)."""
+def handout(assignments, package_dir: Path, derivations: bool = True) -> str:
+    """HOMEWORK.md: how to work, check and hand in, then each assignment's page (homework/handout.py);
+    ``derivations=False``: said so at the top, and no formula the copy's stubs lost."""
     from .handout import page
     parts = ["# Homework\n",
              "Implement the functions below in this copy of minitransformer. Each one keeps its",
@@ -240,12 +259,34 @@ def handout(assignments, package_dir: Path) -> str:
              "  `starter_ID.py`, also as a notebook) is your local check, not your grade: it checks your code",
              "  as the grader does (the same cases, tolerance, diagnoses and rubric) on the public seed 0's",
              "  numbers stored in this copy; your instructor grades other inputs, drawn from a secret seed.",
-             "- Hand in the files you edited (each page names them); only the bodies of the assigned",
-             "  functions are graded.",
-             "- The lectures named below: `python -m minitransformer lectures --out lectures` copies them here.\n"]
+             "- Hand in the files you edited (each page names them) with their paths inside the package:",
+             "  this folder, or those files in their folders (a zip keeps the paths). Only the bodies of the",
+             "  assigned functions are graded.",
+             "- The lectures named below: `python -m minitransformer lectures --out lectures` copies them here.",
+             _derivations_said(assignments, derivations) + "\n"]
     for a in assignments:
         parts.append(page(a.id) + "\n")
-    return "\n".join(parts) + "\n"
+    text = "\n".join(parts) + "\n"
+    if derivations:
+        return text
+    from .derivations import lectures, strip_text
+    for name in lectures(a.id for a in assignments):
+        text = text.replace(f"Lecture: `lectures/{name}`.", f"Lecture: `lectures/{name}` (left out of this copy: "
+                            "it derives the backward).")
+    return strip_text(text, _stubbed(assignments))
+
+
+def _derivations_said(assignments, derivations: bool) -> str:
+    """The handout's line on what the copy says of each backward."""
+    if derivations:
+        return ("- Handed out with the derivations: the docstrings and the lectures show how each backward "
+                "follows from its forward.")
+    from .derivations import lectures
+    gone = lectures(a.id for a in assignments)
+    return ("- Handed out without the derivations: each function's docstring keeps the forward's equation, the "
+            "shapes and what the cache holds, not the backward's formula: derive it. " +
+            (f"Left out, as they derive these backwards: {', '.join(f'`{n}`' for n in gone)}." if gone else
+             "No lecture derives these backwards; all are here."))
 
 
 def starter(a, package_dir: Path) -> str:

@@ -56,6 +56,12 @@ def not_graded(assignment, reason: str) -> Result:
                   f"not graded: {reason} (the grader's failure, not the student's: re-run it)")
 
 
+def refused(assignment, reason: str) -> Result:
+    """The Result of an assignment of a hand-in refused as it stands (file names that do not say
+    which file they are): no score, the reason, the student's to fix by handing in again."""
+    return Result(assignment.id, assignment.points, None, NOT_GRADED, f"not graded: {reason}")
+
+
 def local_reference():
     """In a student's copy (no reference, homework/expected.py): the public seed's stored
     expectations; else None, the reference of this installation."""
@@ -69,9 +75,11 @@ def _not_stored(assignment) -> Result:
 
 
 def _needs(sandbox, assignment) -> None:
-    """The child asks this process for the functions ``assignment`` builds on, from now on."""
-    sandbox.answers = Answers(assignment.id, REFERENCE)
+    """The child asks this process for the functions ``assignment`` builds on, from now on; they are
+    answered in a process of their own, bounded like the child (needs.isolated): the arguments are
+    the student's."""
     targets = [[t.module, t.qualname] for a in needed(assignment) for t in a.targets]
+    sandbox.answer_with(Answers(assignment.id, REFERENCE), isolate=bool(targets))
     if targets:
         sandbox.request("need", targets=targets)
 

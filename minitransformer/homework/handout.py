@@ -101,12 +101,18 @@ def page(assignment_id: str) -> str:
               "one, then the rubric. For a draft of your own in any file, the numerical gradient check:", "",
               "    python -m minitransformer gradcheck FILE.py:FORWARD:BACKWARD", "",
               "### What to hand in", "",
-              "The file(s) you edited, nothing else: " + ", ".join(f"`{f}`" for f in _files(a.id)) +
-              ". Upload them as your instructor says (on Gradescope: the files alone, or with their paths). "
-              "Only the bodies of the functions above are graded; everything else is taken from the original.",
+              "The file(s) you edited, " + ", ".join(f"`{f}`" for f in _files(a.id)) + ", with their paths "
+              "inside the package as they are here: this whole folder, or those files in their folders (a zip "
+              "keeps the paths; on Gradescope, upload the zip). A file handed in without its folder is known "
+              "by its name alone, which works only while no two graded files share it: "
+              "`functional/attention.py` and `layers/attention.py` are both `attention.py`, and such a hand-in "
+              "is refused, not graded. Only the bodies of the functions above are graded; everything else is "
+              "taken from the original.",
               "", "### Train with your own code", "",
               "    python -m minitransformer train --steps 300", "",
-              "trains the small GPT with your functions (the copy has no other implementation of them). "
+              "trains the small GPT with your functions: before step 1 it lists each function this copy "
+              "stubbed and where the one that runs is (`yours, minitransformer/functional/norm.py:LINE`), and a "
+              "function still a stub stops it in one line naming it. "
               "A falling loss proves nothing: a model still learns with a wrong gradient that points roughly "
               "downhill (with a LayerNorm dx missing a term, the loss fell almost as far as with the right one). "
               "Only the comparison with the reference and the numerical check say your gradient is right."]

@@ -20,6 +20,17 @@ A function the graded case itself passes to the student's code (a gradient check
 graded.KnownFunction, the grader's own) is lent the same way for one call (``lend``): the
 child gets a name it may ask about (wire.Lent), the parent computes the values, and the
 name is refused again once the call returns (``revoke``).
+
+The arguments are the student's, so what the reference does with them is bounded
+like the student's own process: ``Isolated`` computes the answers in a forked copy
+of the grader (trusted code, nothing of the student's runs there) with an address
+space of ``--memory-mb`` and the assignment's deadline, killed past either
+(homework/sandbox.py, with the processes it starts). Arrays
+within the bounds below still broadcast against each other (a cache's gamma of
+shape (128, 1, 1, 128) against a dy of (1, 128, 128, 1) is 2^28 entries), and an
+integer argument can ask for any size (repeat_kv's r, causal_mask's T and S): in the
+grader's own process a 4 KB question made it hold 6 GB. Where this machine cannot
+fork (not Linux), the answers are computed in the grader's process, as before.
 """
 from __future__ import annotations
 
@@ -29,7 +40,7 @@ import numpy as np
 
 from .graded import resolve
 from .registry import get, needed
-from .wire import Lent, Whole
+from .wire import MAX_FRAME, Lent, Whole, frame_bytes
 
 # What one needed call may carry: entries of one array, along one axis, of all its arrays. The
 # graded cases stay far below (no axis above 24); the bounds keep what the answer computes small
@@ -72,6 +83,16 @@ class Answers:
             message = str(e).splitlines()[0][:300] if str(e) else ""
             return {"id": header.get("id"), "error": {"type": type(e).__name__[:40], "message": message}}, []
 
+    def frame(self, header: dict, blobs: list) -> bytes:
+        """The reply to a ``need`` message as the bytes sent to the child; an answer larger than the
+        child reads (wire.MAX_FRAME) is an error reply instead."""
+        data = frame_bytes(*self.reply(header, blobs))
+        if len(data) > MAX_FRAME:
+            data = frame_bytes({"id": header.get("id"), "error": {
+                "type": "ValueError", "message": f"the answer is {len(data):,} bytes, more than a message may "
+                                                 f"carry ({MAX_FRAME:,})"}}, [])
+        return data
+
     def _call(self, spec: str, params) -> tuple:
         if type(params) is not dict or set(params) != {"args", "kwargs", "owner"} or \
                 type(params["args"]) is not list or type(params["kwargs"]) is not dict:
@@ -103,3 +124,4 @@ class Answers:
         allowed = ", ".join(sorted(s.split(":")[1] for s in self.allowed)) or "nothing"
         return (f"{name}: while {self.assignment.id} is graded the grader answers only the functions it "
                 f"builds on ({allowed})")
+

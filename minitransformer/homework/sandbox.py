@@ -14,7 +14,7 @@ arrays (a cache or a Module comes back as a ``Handle``, to send back later).
 ``sandbox.module(...)`` wraps a Module living there in the interface
 gradcheck.check_module uses. ``sandbox.answers`` (homework/needs.py) answers the
 child's calls of the functions the graded assignment builds on, in the middle of a
-request.
+request (in a process of its own where this machine can fork one: needs.Isolated).
 
 The parent never waits on the child: every write and every read has the deadline
 ``sandbox.deadline`` (time.monotonic(); the pipes non-blocking, select); past it, or
@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -108,7 +110,7 @@ class Sandbox:
     def __init__(self, copy_dir, limits: Limits = Limits(), *, package: str = "minitransformer",
                  required: bool = True):
         self.limits, self.deadline, self.proc = limits, time.monotonic() + limits.timeout, None
-        self.answers, self.walls = None, {}
+        self.answers, self.walls, self.helper = None, {}, None
         self.private = Path(tempfile.mkdtemp(prefix="mt-grader-"))          # 0700: ours alone
         self.cwd = Path(tempfile.mkdtemp(prefix="mt-child-"))
         os.chmod(self.cwd, 0o755)                                            # readable, not writable
@@ -230,8 +232,7 @@ class Sandbox:
             if self.answers is None or expected_id == "ready":
                 self.kill()
                 raise ChildGone("protocol", "the student's process asked for a needed function out of turn")
-            reply, sent = self.answers.reply(header, blobs)
-            self._send(frame_bytes(reply, sent))
+            self._send(self.answers.frame(header, blobs))
         if header.get("id") != expected_id:
             self.kill()
             raise ChildGone("protocol", "the student's process answered out of turn")
@@ -284,6 +285,18 @@ class Sandbox:
         return RemoteModule(self, self.request("call", target=target, args=list(args), kwargs=kwargs))
 
     # ------------------------------------------------------------- the end
+    def answer_with(self, answers, isolate: bool = True) -> None:
+        """From now on the child's needed calls are answered as ``answers`` (needs.Answers) says: with
+        ``isolate``, where this machine can, in the process of their own (``Isolated``, one per child,
+        started at the first assignment that needs it and again after it is killed)."""
+        if not (isolate and can_isolate()):
+            self.answers = answers
+            return
+        if self.helper is None or self.helper.pid is None:
+            self.helper = Isolated(self.limits.memory_mb, int(self.limits.budget) + 5, lambda: self.deadline)
+        self.helper.target(answers)
+        self.answers = self.helper
+
     def output_tail(self, n: int = 400) -> str:
         """The last ``n`` characters the child printed (for the instructor; never parsed)."""
         try:
@@ -293,7 +306,10 @@ class Sandbox:
             return ""
 
     def kill(self):
-        """Kill the child's whole process group; its exit code (negative: the signal)."""
+        """Kill the child's whole process group (and the answering process of its needed calls, if
+        any: needs.Isolated); the child's exit code (negative: the signal)."""
+        if self.helper is not None:
+            self.helper.close()
         if self.proc is None:
             return None
         if self.proc.poll() is None or POSIX:
@@ -415,3 +431,191 @@ def _program() -> str:
         return walls.program().hex() if sys.platform.startswith("linux") else ""
     except ValueError:
         return ""
+
+
+# ------------------------------------------------------------------ the answers in a process of their own
+def can_isolate() -> bool:
+    """Whether this machine can fork a process for the answers (Linux: fork and /proc)."""
+    return hasattr(os, "fork") and os.path.exists("/proc/self/status")
+
+
+class Isolated:
+    """The grader's answers to the needed calls, computed in a forked copy of the grader: what the
+    reference does with the student's arguments holds at most ``memory_mb`` more address space
+    (RLIMIT_AS; past it, a MemoryError answered to the student's call) and ``cpu_s`` of CPU, and
+    is due by ``deadline()`` (time.monotonic()), past which the copy is killed and the assignment
+    times out: the student's arguments cost the student's time and memory, never the grader's.
+    Trusted code only runs there (the reference, this module, needs.Answers); nothing the student
+    wrote. One per child (a submission's), told which assignment it answers for (``target``)."""
+
+    def __init__(self, memory_mb: int, cpu_s: int, deadline):
+        self.deadline, self.answers = deadline, None
+        to_helper, self._w = os.pipe()
+        self._r, from_helper = os.pipe()
+        pid = os.fork()
+        if pid == 0:                                       # the helper: never returns
+            code = 1
+            try:
+                _serve(to_helper, from_helper, memory_mb, cpu_s)
+                code = 0
+            finally:
+                os._exit(code)
+        self.pid = pid
+        os.close(to_helper)
+        os.close(from_helper)
+        os.set_blocking(self._w, False)
+        os.set_blocking(self._r, False)
+
+    def target(self, answers) -> None:
+        """From now on answer as ``answers`` (needs.Answers) would: its assignment, its package."""
+        self._ask({"id": "target", "target": [answers.assignment.id, answers.package]}, [])
+        self.answers = answers
+
+    def frame(self, header: dict, blobs: list) -> bytes:
+        """The helper's reply to the child's ``need`` message, as the bytes to send to the child (as they
+        came). Only the message's id, name and arguments go on: a ``target`` of the child's making
+        would make the helper answer for another assignment."""
+        return self._ask({k: header.get(k) for k in ("id", "need", "params")}, blobs)
+
+    def _ask(self, header: dict, blobs: list) -> bytes:
+        try:
+            self._send(frame_bytes(header, blobs))
+            return self._receive()
+        except TimeoutError:
+            self.close()
+            raise ChildGone("timeout", "timed out (the grader's answer to a needed call, computed from your "
+                                       "arguments, took too long)") from None
+        except (EOFError, OSError, ValueError) as e:
+            self.close()
+            raise ChildGone("crashed", "the grader could not answer a needed call from your arguments (its "
+                                       f"answering process ended: {type(e).__name__})") from None
+
+    def _receive(self) -> bytes:
+        prefix = wire._read_exact(self._r, 8, self._wait)
+        (n,) = struct.unpack("<Q", prefix)
+        if n > wire.MAX_FRAME:
+            raise ValueError(f"an answer of {n} bytes")
+        return prefix + wire._read_exact(self._r, n, self._wait)
+
+    def _left(self) -> float:
+        left = self.deadline() - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        return left
+
+    def _wait(self) -> None:
+        if not select.select([self._r], [], [], self._left())[0]:
+            raise TimeoutError
+
+    def _send(self, data: bytes) -> None:
+        while data:
+            if select.select([], [self._w], [], self._left())[1]:
+                try:
+                    data = data[os.write(self._w, data):]
+                except BlockingIOError:
+                    continue
+
+    def close(self) -> None:
+        """Kill the helper (it holds nothing to save) and close the pipes; idempotent."""
+        if self.pid is None:
+            return
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            os.waitpid(self.pid, 0)
+        except OSError:
+            pass
+        for fd in (self._r, self._w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.pid = None
+
+
+def _serve(rfd: int, wfd: int, memory_mb: int, cpu_s: int) -> None:
+    """The helper's loop: one message in (``target``: answer for that assignment; else a ``need``), its
+    reply out, until the grader closes the pipe."""
+    from .needs import Answers
+    _detach(keep=(rfd, wfd))
+    _one_blas_thread()
+    import resource
+    vm = _address_space()
+    for which, value in ((resource.RLIMIT_AS, vm + (memory_mb << 20) if vm else None),
+                         (resource.RLIMIT_CPU, cpu_s), (resource.RLIMIT_CORE, 0)):
+        if value is not None:
+            hard = resource.getrlimit(which)[1]
+            resource.setrlimit(which, (value if hard == resource.RLIM_INFINITY else min(value, hard), hard))
+    answers = None
+    while True:
+        try:
+            header, blobs = read_frame(rfd)
+        except (EOFError, ValueError, OSError):
+            return
+        try:
+            if "target" in header:
+                answers = Answers(*header["target"])
+                data = frame_bytes({"id": "target", "value": None}, [])
+            else:
+                data = answers.frame(header, blobs)
+        except BaseException as e:                # noqa: BLE001 - even MemoryError while encoding: an answer
+            data = frame_bytes({"id": header.get("id"), "error": {"type": type(e).__name__[:40],
+                                                                  "message": str(e)[:300]}}, [])
+        while data:
+            data = data[os.write(wfd, data):]
+
+
+def _detach(keep) -> None:
+    """In the helper: stdin, stdout and stderr to /dev/null (nothing it says lands in the report),
+    every other descriptor closed but ``keep`` (the grader's pipes to the child, a pool's queues),
+    SIGINT left to the grader (a Ctrl-C ends the grader, which ends this)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2 and fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _address_space() -> int:
+    """This process's address space in bytes (VmSize), 0 where /proc says nothing."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+BLAS_THREADS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
+                "openblas_set_num_threads64_", "openblas_set_num_threads", "MKL_Set_Num_Threads")
+
+
+def _one_blas_thread() -> None:
+    """One BLAS thread in the helper: the grader's BLAS pool does not survive the fork, and new
+    threads would need stacks under the helper's address-space limit (OpenBLAS exits when it
+    cannot start one). Best effort: the libraries NumPy's wheels and conda ship."""
+    import ctypes
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split()[-1] for line in f if "blas" in line.lower() or "mkl" in line.lower()}
+    except OSError:
+        return
+    for path in sorted(p for p in paths if p.startswith("/")):
+        try:
+            library = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for name in BLAS_THREADS:
+            if hasattr(library, name):
+                getattr(library, name)(1)
+                break

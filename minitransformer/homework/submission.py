@@ -6,8 +6,10 @@ with their paths, or the files alone (Gradescope puts an upload in
 the package's paths are read: for every assignment target, its module's file is
 looked up where a student puts it (``minitransformer/functional/norm.py``,
 ``functional/norm.py`` or ``norm.py``, in the submission or in one folder of it),
-its size bounded before it is read, its text decoded as Python decodes source (a
-BOM, a coding cookie), parsed with ``ast``; the first file that defines the target
+opened one folder at a time without following a link (a folder of the submission
+that is a link to the grader's own reference, or to a classmate's folder, is not the
+student's work), its size bounded before it is read, its text decoded as Python
+decodes source (a BOM, a coding cookie), parsed with ``ast``; the first file that defines the target
 (its own path first) gives the target's BODY, which replaces the stub in a fresh copy
 of the pristine package (export.pristine). A ``.venv``, 100,000 other files or a
 huge file elsewhere are never read, so they cannot push the real file out. Everything
@@ -18,11 +20,17 @@ listing bounded in entries and depth.
 ``stage(submission)`` -> (the staged folder holding minitransformer/, notes). The
 staged copy is readable by everyone and writable by its owner only, so the
 unprivileged child can import it and change nothing.
+
+A file handed in without its folder is taken by its name alone, so a name two graded
+files share (``functional/attention.py`` and ``layers/attention.py`` are both
+``attention.py``) does not say which one it is: such a hand-in is refused, one line
+naming the files (``Ambiguous``), never staged and never scored 0.
 """
 from __future__ import annotations
 
 import ast
 import atexit
+import errno
 import io
 import os
 import shutil
@@ -63,18 +71,66 @@ class Unreadable(ValueError):
     """A file at a package path that is not read or not parsed; the message says why."""
 
 
-def read_source(path: Path) -> str:
-    """The text of a source file as Python reads it: a regular file of at most MAX_BYTES (checked
-    before reading), decoded with its BOM or coding cookie (PEP 263), else UTF-8."""
-    info = os.lstat(path)
-    if not stat.S_ISREG(info.st_mode):
-        raise Unreadable("not a regular file (a link, a folder or a device); not read")
-    if info.st_size > MAX_BYTES:
-        raise Unreadable(f"{info.st_size:,} bytes, more than {MAX_BYTES:,}; not read")
-    with open(path, "rb") as f:
+LINKED = "a link, or in a folder that is one (links in a submission are not followed); not read"
+
+
+def _open_below(root: Path, path: Path) -> int:
+    """A read-only descriptor of ``path``, a file under the submission folder ``root``, opened one
+    folder at a time without following a link (``openat`` with O_NOFOLLOW: a link swapped in
+    between a check and the open is refused too) and without waiting on a FIFO. FileNotFoundError
+    when it is not there, Unreadable when a link is on the way."""
+    parts = path.relative_to(root).parts
+    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    if not (nofollow and os.open in os.supports_dir_fd):       # no openat (Windows): lstat each step
+        for i in range(1, len(parts) + 1):
+            if os.path.islink(root.joinpath(*parts[:i])):
+                raise Unreadable(LINKED)
+        return os.open(path, flags)
+    fd, part = os.open(root, flags | os.O_DIRECTORY), ""
+    try:
+        for part in parts[:-1]:
+            below = os.open(part, flags | nofollow | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = below
+        part = parts[-1]
+        return os.open(part, flags | nofollow | os.O_NONBLOCK, dir_fd=fd)
+    except OSError as e:
+        if e.errno == errno.ELOOP or _is_link(part, fd):         # a link to a folder: ENOTDIR on Linux
+            raise Unreadable(LINKED) from None
+        if e.errno in (errno.ENOENT, errno.ENOTDIR):
+            raise FileNotFoundError(e.errno, e.strerror, str(path)) from None
+        raise
+    finally:
+        os.close(fd)
+
+
+def _is_link(name: str, dir_fd: int) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def read_bytes(root: Path, path: Path) -> bytes:
+    """The bytes of ``path`` under ``root`` (_open_below): a regular file of at most MAX_BYTES,
+    checked on the descriptor before reading."""
+    with os.fdopen(_open_below(root, path), "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise Unreadable("not a regular file (a folder, a FIFO or a device); not read")
+        if info.st_size > MAX_BYTES:
+            raise Unreadable(f"{info.st_size:,} bytes, more than {MAX_BYTES:,}; not read")
         data = f.read(MAX_BYTES + 1)
     if len(data) > MAX_BYTES:
         raise Unreadable(f"more than {MAX_BYTES:,} bytes; not read")
+    return data
+
+
+def read_source(root: Path, path: Path) -> str:
+    """The text of ``path``, a source file under the submission folder ``root``, as Python reads it:
+    read_bytes, decoded with its BOM or coding cookie (PEP 263), else UTF-8."""
+    data = read_bytes(root, path)
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         return data.decode(encoding)
@@ -125,15 +181,15 @@ def _places(submission: Path, target) -> list:
 
 
 class Parsed:
-    """The files read so far: path -> (source, tree) or an Unreadable."""
+    """The files of the submission ``root`` read so far: path -> (source, tree) or an Unreadable."""
 
-    def __init__(self):
-        self.files: dict = {}
+    def __init__(self, root: Path):
+        self.root, self.files = root, {}
 
     def get(self, path: Path):
         if path not in self.files:
             try:
-                source = read_source(path)
+                source = read_source(self.root, path)
                 self.files[path] = (source, parse_source(source))
             except FileNotFoundError:
                 self.files[path] = None
@@ -153,6 +209,32 @@ def _candidates(target, submission: Path, parsed: Parsed) -> list:
             except LookupError:
                 pass
     return found
+
+
+class Ambiguous(ValueError):
+    """A hand-in whose file names alone do not say which of the package's files each one is."""
+
+
+def ambiguous(submission: Path, assignments) -> str | None:
+    """The one line refusing ``submission``, or None: a file handed in by its name alone (not at a
+    package path) whose name two graded files share, while one of them is not handed in at its path."""
+    shared: dict = {}
+    for module in dict.fromkeys(t.module for a in assignments for t in a.targets):
+        rel = Path(*module.split(".")).with_suffix(".py")
+        shared.setdefault(rel.name, []).append(rel)
+    folders = _folders(submission)
+    for name, rels in shared.items():
+        if len(rels) < 2:
+            continue
+        at_path = {r: [f / r for f in folders] + [f / "minitransformer" / r for f in folders] for r in rels}
+        placed = {path for paths in at_path.values() for path in paths}
+        flat = [f / name for f in folders if f / name not in placed and (f / name).is_file()]
+        if flat and not all(any(path.is_file() for path in paths) for paths in at_path.values()):
+            where = " or ".join(f"minitransformer/{r.as_posix()}" for r in rels)
+            return (f"{_rel(flat[0], submission)}: is it {where}? Both are named {name} and both are graded: "
+                    "hand in the folder, or each file with its path inside the package (a zip keeps the "
+                    "paths); nothing was graded")
+    return None
 
 
 # ------------------------------------------------------------------ a body laid over the stub
@@ -195,14 +277,18 @@ def _stage_target(root: Path, t, rel: str, source: str, func) -> str | None:
 
 def stage(submission, assignments=None) -> tuple:
     """(staged folder, notes): a fresh pristine copy with the submission's target bodies (of every
-    assignment when ``assignments`` is None)."""
+    assignment when ``assignments`` is None); Ambiguous (nothing staged) for file names that do not
+    say which file they are."""
     from .registry import assignments as every_assignment
     assignments = every_assignment() if assignments is None else assignments
     submission = Path(submission)
+    refused = ambiguous(submission, assignments)
+    if refused:
+        raise Ambiguous(refused)
     root = Path(tempfile.mkdtemp(prefix="mt-staged-"))
     try:
         shutil.copytree(pristine_copy() / "minitransformer", root / "minitransformer")
-        notes, used, parsed = [], {}, Parsed()
+        notes, used, parsed = [], {}, Parsed(submission)
         for a in assignments:
             for t in a.targets:
                 for path, source, func in _candidates(t, submission, parsed):
@@ -229,7 +315,7 @@ def _rel(path: Path, submission: Path) -> str:
 # ------------------------------------------------------------------ what was ignored
 def listing(submission: Path) -> tuple:
     """(the files of the submission, whether the listing stopped early): at most MAX_LISTED
-    entries, MAX_DEPTH folders deep, links not followed."""
+    entries, MAX_DEPTH folders deep, links listed and not followed."""
     files, seen, stack = [], 0, [(submission, 0)]
     while stack:
         folder, depth = stack.pop()
@@ -243,8 +329,8 @@ def listing(submission: Path) -> tuple:
                 if seen > MAX_LISTED:
                     return sorted(files), True
                 if entry.is_symlink():
-                    continue
-                if entry.is_dir() and entry.name != "__pycache__":
+                    files.append(Path(entry.path))               # noted as a link, never followed
+                elif entry.is_dir() and entry.name != "__pycache__":
                     if depth + 1 < MAX_DEPTH:
                         stack.append((Path(entry.path), depth + 1))
                     else:
@@ -261,7 +347,10 @@ def _notes(submission: Path, parsed: Parsed, used: dict) -> list:
     notes = []
     for path in files:
         rel = _rel(path, submission)
-        if rel == MANIFEST or (path not in used and _as_handed_out(path, rel)):
+        if path.is_symlink():
+            notes.append(f"{rel}: {LINKED.replace('; not read', '')}; ignored")
+            continue
+        if rel == MANIFEST or (path not in used and _as_handed_out(submission, path, rel)):
             continue
         if path.is_dir():
             notes.append(f"{rel}: more than {MAX_DEPTH} folders deep; not read")
@@ -273,18 +362,21 @@ def _notes(submission: Path, parsed: Parsed, used: dict) -> list:
             notes.append(f"{rel}: not a file of an assignment at its path; ignored (not read)")
             continue
         notes += _ignored(rel, parsed.get(path), used.get(path, []))
+    listed = set(files)
+    notes += [f"{_rel(path, submission)}: {entry}; ignored" for path, entry in parsed.files.items()
+              if isinstance(entry, Unreadable) and path not in listed]       # under a link, a FIFO
     if cut:
         notes.append(f"... and more: the listing of the submission stops at {MAX_LISTED} entries (none read)")
     return notes
 
 
-def _as_handed_out(path: Path, rel: str) -> bool:
+def _as_handed_out(submission: Path, path: Path, rel: str) -> bool:
     """Whether the file is one of the student's copy, unchanged (no note for those)."""
     for candidate in (pristine_copy() / rel, pristine_copy() / "minitransformer" / rel):
         try:
             if candidate.is_file() and os.lstat(path).st_size == candidate.stat().st_size <= MAX_BYTES:
-                return candidate.read_bytes() == path.read_bytes()
-        except OSError:
+                return candidate.read_bytes() == read_bytes(submission, path)
+        except (OSError, Unreadable):
             return False
     return False
 

@@ -207,6 +207,8 @@ class Whole:
 
     def __init__(self, package: str, largest=(1 << 24, 1 << 24, 1 << 26)):
         self.package, self.largest, self.generators, self.entries = package, largest, [], 0
+        self.values = 0               # decoded so far: at most MAX_ITEMS (a dict of colliding int keys
+        #                               costs quadratic time: 35,000 of them in a 1 MiB header, seconds)
 
     # ------------------------------------------------------------- value -> tree
     def encode(self, value, blobs: list, depth: int = 0):
@@ -250,6 +252,9 @@ class Whole:
         import numpy as np
         if depth > MAX_DEPTH:
             raise ValueError("a value nested too deeply")
+        self.values += 1
+        if self.values > MAX_ITEMS:
+            raise ValueError(f"more than {MAX_ITEMS} values in one call")
         if tree is None or type(tree) in (bool, int, float, str):
             return tree
         if type(tree) is not dict or len(tree) > 4:

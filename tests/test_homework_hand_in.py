@@ -1,0 +1,72 @@
+"""Hand-in without ambiguity: a file handed in by its name alone must say which file it is.
+
+`functional/attention.py` and `layers/attention.py` are both `attention.py`. Graded together
+(attention and mha), a flat `attention.py` scored one of them 0 (not implemented) without a
+word; now the hand-in is refused in one line naming both files, results.json says why (no
+score, never 0), and the same files handed in with their paths get full marks.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from minitransformer.cli import main
+from minitransformer.homework.classroom import _grade_one
+from minitransformer.homework.export import export
+from minitransformer.homework.handout import page
+from minitransformer.homework.sandbox import Limits
+
+FILES = ("functional/attention.py", "layers/attention.py", "functional/repeat_kv.py")
+
+
+@pytest.fixture(scope="module")
+def solutions(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("solutions")
+    export(["attention", "mha"], out, with_solutions=True)
+    return out / "minitransformer"
+
+
+def hand_in(folder: Path, solutions: Path, files, *, flat: bool) -> Path:
+    for rel in files:
+        target = folder / (Path(rel).name if flat else rel)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(solutions / rel, target)
+    return folder
+
+
+def test_a_flat_name_two_graded_files_share_is_refused_in_one_line_never_scored(tmp_path, capsys, solutions):
+    sub = hand_in(tmp_path / "alice", solutions, ["functional/attention.py", "functional/repeat_kv.py"], flat=True)
+    results = tmp_path / "results.json"
+    code = main(["homework", "check", str(sub), "attention", "mha", "--json", str(results)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith("homework: attention.py: is it minitransformer/functional/attention.py or "
+                          "minitransformer/layers/attention.py?") and "nothing was graded" in err
+    report = json.loads(results.read_text())
+    assert report["score"] is None and [t["score"] for t in report["tests"]] == [None, None]
+    assert "is it minitransformer/functional/attention.py" in report["output"]
+    name, graded, _ = _grade_one((sub, ["attention", "mha"], Limits(), 0, False))     # check-class's row
+    assert [r.score for r in graded] == [None, None] and "both are graded" in graded[0].message
+
+
+def test_the_same_name_is_no_question_where_one_file_of_that_name_is_graded(tmp_path, capsys, solutions):
+    sub = hand_in(tmp_path / "bob", solutions, ["functional/attention.py"], flat=True)
+    assert main(["homework", "check", str(sub), "attention"]) == 0
+    assert "total 15/15" in capsys.readouterr().out
+
+
+def test_the_files_with_their_paths_are_graded_in_full(tmp_path, capsys, solutions):
+    sub = hand_in(tmp_path / "carol", solutions, FILES, flat=False)
+    (sub / "attention.py").write_text("# a stray file by that name, ignored beside the files at their paths\n")
+    assert main(["homework", "check", str(sub), "attention", "mha"]) == 0, capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "total 25/25" in out and "attention.py: holds none of the assignments' functions; ignored" in out
+
+
+def test_the_handout_says_to_keep_the_paths():
+    text = page("mha")
+    assert "with their paths inside the package" in text and "a zip" in text
+    assert "`functional/attention.py` and `layers/attention.py` are both `attention.py`" in text
