@@ -34,8 +34,9 @@ import time
 from pathlib import Path
 
 from .evaluate import run
-from .expected import Stored, in_student_copy
+from .expected import Stored, copy_assignments, in_student_copy
 from .graded import REFERENCE
+from .local import handed_out, plan, walls_line
 from .needs import Answers
 from .registry import grading_order, needed, select
 from .result import CRASHED, NOT_GRADED, TIMEOUT, Result
@@ -74,11 +75,17 @@ def _not_stored(assignment) -> Result:
                   "assignment (homework export ... --out DIR)")
 
 
-def _needs(sandbox, assignment) -> None:
+def _needs(sandbox, assignment, local: bool = False) -> None:
     """The child asks this process for the functions ``assignment`` builds on, from now on; they are
     answered in a process of their own, bounded like the child (needs.isolated): the arguments are
-    the student's."""
-    targets = [[t.module, t.qualname] for a in needed(assignment) for t in a.targets]
+    the student's. In a local check the staged copy holds them (homework/local.py: the student's
+    where the copy assigns them, else as handed out) and the child runs them itself; only a copy
+    without copy.zip asks this process (the copy's own code) for those it does not assign."""
+    asked = needed(assignment)
+    if local:
+        own = set(copy_assignments())
+        asked = [] if handed_out() is not None else [a for a in asked if a.id not in own]
+    targets = [[t.module, t.qualname] for a in asked for t in a.targets]
     sandbox.answer_with(Answers(assignment.id, REFERENCE), isolate=bool(targets))
     if targets:
         sandbox.request("need", targets=targets)
@@ -88,16 +95,20 @@ class NotGraded(Exception):
     """The grader could not compute a grade; the message says why."""
 
 
-def _grade_one(a, sandbox, copy_dir, limits, seed, examples, reference, required, budget_end) -> tuple:
-    """(result, the sandbox to go on with) of one assignment."""
+def _grade_one(a, sandbox, copy_dir, limits, seed, examples, reference, required, budget_end,
+               walls=None) -> tuple:
+    """(result, the sandbox to go on with) of one assignment; ``walls`` (a dict) receives the walls the
+    student's process stood behind (a local check says them)."""
     start = time.monotonic()
     try:
         if start >= budget_end:
             raise ChildGone("timeout", f"the submission's time budget ({limits.budget:g} s) is spent")
         if sandbox is None:
             sandbox = _start(copy_dir, limits, required)
+        if walls is not None:
+            walls.update(sandbox.walls)
         sandbox.deadline = min(start + limits.timeout, budget_end)
-        _needs(sandbox, a)
+        _needs(sandbox, a, local=walls is not None)
         result = run(a.id, sandbox, seed=seed, examples=examples, reference=reference)
         result.seconds = time.monotonic() - start
         return result, sandbox
@@ -131,6 +142,7 @@ def grade_staged(copy_dir, assignments, *, limits: Limits = Limits(), seed: int 
     """Results of ``assignments`` on a staged copy, in grading order. ``required``: the child must
     stand behind every wall (an assignment is not graded otherwise)."""
     results, sandbox, reference = [], None, local_reference()
+    walls = {} if reference is not None else None
     budget_end = time.monotonic() + limits.budget
     try:
         for a in grading_order(assignments):
@@ -138,7 +150,9 @@ def grade_staged(copy_dir, assignments, *, limits: Limits = Limits(), seed: int 
                 result = _not_stored(a)
             else:
                 result, sandbox = _grade_one(a, sandbox, copy_dir, limits, seed, examples, reference, required,
-                                             budget_end)
+                                             budget_end, walls)
+                if walls:
+                    result.confinement = "local check: " + walls_line(walls)
             results.append(result)
             if progress:
                 progress(result)
@@ -160,7 +174,12 @@ def grade(submission, ids=(), *, limits: Limits = Limits(), seed: int = 0, examp
     if lacking and not (unconfined or local):
         raise Unconfined(refusal(lacking))
     try:
-        copy_dir, ignored = stage(submission, assignments)
+        if local:                           # staged as the grader stages: homework/local.py
+            theirs, as_handed_out = plan(assignments)
+            copy_dir, ignored = stage(submission, theirs, listed=False,
+                                      handed_out_bodies=as_handed_out if handed_out() is not None else ())
+        else:
+            copy_dir, ignored = stage(submission, assignments)
     except (OSError, RecursionError, MemoryError) as e:
         reason = f"the submission could not be staged ({getattr(e, 'strerror', None) or type(e).__name__})"
         return [not_graded(a, reason) for a in assignments]
@@ -171,10 +190,9 @@ def grade(submission, ids=(), *, limits: Limits = Limits(), seed: int = 0, examp
                                progress=progress, required=not (local or lacking))
     finally:
         shutil.rmtree(copy_dir, ignore_errors=True)
-    if lacking:
+    if lacking and not local:
         for r in results:
-            r.confinement = ("local check, not walled in: no " if local else "graded unconfined: no ") + \
-                            ", no ".join(lacking)
+            r.confinement = "graded unconfined: no " + ", no ".join(lacking)
     order = {a.id: i for i, a in enumerate(assignments)}
     return sorted(results, key=lambda r: order[r.id])
 

@@ -1,0 +1,335 @@
+"""A student's local check, staged and graded as the grader stages and grades.
+
+The grader lays the bodies of the assignment's functions, and nothing else of a
+submission, over its pristine copy (the reference, every assignment stubbed:
+homework/submission.py), and answers the functions the graded assignment builds on with
+the reference (homework/needs.py). A student's copy holds no reference, so its local check
+does the same with what the copy has:
+
+    the pristine copy   the copy's package as it was handed out (``copy.zip``, written by
+                        the export: the exported sources, no more than the copy itself
+                        holds), every assignment stubbed; the student's bodies are laid
+                        over it, so a helper outside a body is missing here as it is there
+    what it builds on   run in the walled-in child, as the staged copy holds it: the
+                        student's own bodies where the copy assigns it too (attention runs
+                        the student's softmax: said in the report, with softmax's score),
+                        the copy's code as handed out otherwise (the reference it ships)
+    the walls           the grader's, as far as this machine and user can raise them; what
+                        stood is said, and where one is missing the check goes on (the
+                        student's own machine, and nothing secret is in the copy)
+
+Before grading, ``outside`` names each piece of code the student changed or added outside
+the graded bodies (compared with ``copy.zip``): the grader will not see it.
+
+    write_handed_out(package_dir)   at export: the package's sources as handed out
+    handed_out()                    that package, unpacked (None: a copy without copy.zip)
+    plan(assignments)               what the staged copy takes from the student, and what from
+                                    the copy as handed out
+    outside(submission)             the warnings, one line each
+    used_yours(result, done)        "attention used your softmax_forward ..."
+    walls_line(report)              which walls stood around the student's code
+"""
+from __future__ import annotations
+
+import ast
+import atexit
+import copy
+import hashlib
+import io
+import json
+import shutil
+import tempfile
+import zipfile
+from functools import lru_cache
+from pathlib import Path
+
+from .expected import HERE, copy_assignments
+from .export import NOT_STAGED
+
+HANDED_OUT = "copy.zip"               # beside the mark, copy.json
+DATA = "data-files.json"               # in copy.zip: the sha256 of each file that is not Python
+_STAMP = (2020, 1, 1, 0, 0, 0)         # every entry's date: the same export, the same bytes
+
+
+# ------------------------------------------------------------------ the copy as handed out
+def _files(package_dir: Path) -> list:
+    """The package's files the pristine copy is made of, relative to ``package_dir`` (posix)."""
+    files = []
+    for path in sorted(Path(package_dir).rglob("*")):
+        rel = path.relative_to(package_dir)
+        if path.is_file() and rel.parts[0] not in NOT_STAGED and "__pycache__" not in rel.parts \
+                and path.suffix != ".pyc":
+            files.append(rel.as_posix())
+    return files
+
+
+def write_handed_out(package_dir: Path) -> None:
+    """The student's copy at ``package_dir`` as exported into homework/copy.zip (what the local check
+    stages over, and compares the student's files with): its Python files, and the sha256 of every
+    other file (data, a trace's numbers: the check takes them from the copy while they are unchanged)."""
+    package_dir = Path(package_dir)
+    data = {}
+    with zipfile.ZipFile(package_dir / "homework" / HANDED_OUT, "w", zipfile.ZIP_DEFLATED) as z:
+        for rel in _files(package_dir):
+            content = (package_dir / rel).read_bytes()
+            if rel.endswith(".py"):
+                z.writestr(zipfile.ZipInfo(rel, _STAMP), content, compress_type=zipfile.ZIP_DEFLATED)
+            else:
+                data[rel] = hashlib.sha256(content).hexdigest()
+        z.writestr(zipfile.ZipInfo(DATA, _STAMP), json.dumps(data, indent=0, sort_keys=True),
+                   compress_type=zipfile.ZIP_DEFLATED)
+
+
+def handed_out_sources(folder: Path = HERE) -> dict | None:
+    """rel -> the bytes of each Python file as exported; None for a copy without copy.zip."""
+    try:
+        with zipfile.ZipFile(Path(folder) / HANDED_OUT) as z:
+            return {name: z.read(name) for name in z.namelist() if name.endswith(".py") and _safe(name)}
+    except (OSError, zipfile.BadZipFile, KeyError):
+        return None
+
+
+def _safe(rel: str) -> bool:
+    return not rel.startswith("/") and ".." not in rel.split("/")
+
+
+@lru_cache(maxsize=1)
+def handed_out() -> Path | None:
+    """A folder holding minitransformer/ as this copy was handed out (without homework/ and the
+    lectures): every Python file as exported (one the student added is not there, one they removed
+    is back), the data files that are as exported; None when the copy has no copy.zip. Made once per
+    process, removed at its end."""
+    sources = handed_out_sources()
+    if sources is None:
+        return None
+    with zipfile.ZipFile(HERE / HANDED_OUT) as z:
+        data = json.loads(z.read(DATA)) if DATA in z.namelist() else {}
+    root = Path(tempfile.mkdtemp(prefix="mt-handed-out-"))
+    atexit.register(shutil.rmtree, root, True)
+    package, live = root / "minitransformer", HERE.parent
+    for rel, content in sources.items():
+        (package / rel).parent.mkdir(parents=True, exist_ok=True)
+        (package / rel).write_bytes(content)
+    for rel, digest in data.items():
+        try:
+            content = (live / rel).read_bytes() if _safe(rel) else b""
+        except OSError:
+            continue
+        if hashlib.sha256(content).hexdigest() == digest:
+            (package / rel).parent.mkdir(parents=True, exist_ok=True)
+            (package / rel).write_bytes(content)
+    return root
+
+
+# ------------------------------------------------------------------ what is staged from where
+def plan(assignments) -> tuple:
+    """(the assignments whose bodies the staged copy takes from the student, those it takes from the copy
+    as handed out) to grade ``assignments`` locally: the chosen ones and those they build on that the copy
+    assigns too come from the student; the rest they build on from the copy (the reference it ships,
+    where the grader asks its own)."""
+    from .registry import needed
+    own = set(copy_assignments())
+    chosen = {a.id for a in assignments}
+    built_on = {b.id: b for a in assignments for b in needed(a) if b.id not in chosen}
+    theirs = list(assignments) + [b for b in built_on.values() if b.id in own]
+    return theirs, [b for b in built_on.values() if b.id not in own]
+
+
+def used_yours(result, done: dict) -> str:
+    """The line saying which of the student's functions the graded assignment ran on (the grader runs
+    the reference's), with their scores where this check graded them (``done``: id -> Result); "" when
+    it builds on nothing the copy assigns."""
+    from .registry import get, needed
+    own = set(copy_assignments())
+    theirs = [b for b in needed(get(result.id)) if b.id in own]
+    if not theirs:
+        return ""
+    names = [t.qualname.split(".")[-1] if "." not in t.qualname else t.qualname for b in theirs for t in b.targets]
+    ids = " or ".join(b.id for b in theirs)
+    scores = [f"{b.id}: {_score(done[b.id])} here" for b in theirs if b.id in done]
+    return (f"{result.id} used your {_listed(names)}; the grader uses the reference: a {ids} bug shows here, not "
+            f"in your {result.id} grade" + (f" ({', '.join(scores)})" if scores else
+                                             f" (check {ids} too: homework check . {' '.join(b.id for b in theirs)})"))
+
+
+def _score(result) -> str:
+    score = "-" if result.score is None else f"{result.score:g}"
+    return f"{score}/{result.max_score:g}" + ("" if result.passed else f" {result.status}")
+
+
+def _listed(names: list) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def walls_line(report: dict) -> str:
+    """Which of the grader's walls stood around the student's code in this check (the child's report)."""
+    from .walls import description
+    report = dict(report, user="nobody" if report.get("user") == "nobody" else "your own user")
+    lacking = [name for key, name in (("landlock", "Landlock"), ("seccomp", "seccomp"),
+                                      ("netns", "a network namespace"), ("nofile", "the open-file limit"))
+               if not report.get(key)]
+    stood = f"your code ran walled in as the grader walls it ({description(report)})"
+    if not lacking:
+        return stood
+    return (f"{stood}; without {', '.join(lacking)}, which this machine or user cannot raise: the grader refuses "
+            "to grade without Landlock and seccomp, this check goes on, as it is your own machine and nothing "
+            "secret is in this copy (no reference, no secret seed)")
+
+
+# ------------------------------------------------------------------ code the grader will not see
+def outside(submission) -> list:
+    """One line for each piece of code of ``submission`` (a student's copy) that the student changed or
+    added outside the bodies the grader takes: compared with the copy as handed out (copy.zip), so an
+    untouched file, a training output or a figure says nothing. [] without copy.zip."""
+    package = Path(submission) / "minitransformer"
+    sources = handed_out_sources()
+    if sources is None or not package.is_dir():
+        return []
+    graded = _graded_targets()
+    lines = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package).as_posix()
+        if rel.split("/")[0] in NOT_STAGED or "__pycache__" in rel or any(p.startswith(".") for p in rel.split("/")):
+            continue
+        shown = f"minitransformer/{rel}"
+        if rel not in sources:
+            lines.append(f"{shown} is not in the copy as handed out: the grader ignores it; move what your "
+                         "functions use of it inside them")
+            continue
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if data != sources[rel]:
+            lines += _changes(shown, data, sources[rel], graded.get(rel, []))
+    return lines
+
+
+def _graded_targets() -> dict:
+    """rel path -> the qualnames of the copy's assigned functions in that file (the bodies it hands in)."""
+    from .registry import select
+    found: dict = {}
+    for a in select(copy_assignments()):
+        for t in a.targets:
+            found.setdefault(Path(*t.module.split(".")).with_suffix(".py").as_posix(), []).append(t.qualname)
+    return found
+
+
+def _changes(shown: str, data: bytes, was: bytes, qualnames: list) -> list:
+    """The warnings of one changed file: its statements outside the graded bodies that are not as handed
+    out (a file that does not parse is the staging's to report: no body is taken from it)."""
+    try:
+        tree, before = _parse(data), _parse(was)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, UnicodeDecodeError, LookupError):
+        return []
+    bodies = {q: _find(tree, q) for q in qualnames}
+    bodies = {q: node for q, node in bodies.items() if node is not None}
+    lines = []
+    for node, where in _outside(tree.body, before.body, qualnames, ""):
+        lines.append(_warning(node, where, shown, bodies, before))
+    for q in qualnames:
+        lines_of = [n.lineno for n in (_class_body(tree, q.split(".")[0]) if "." in q else tree.body)
+                    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == q.split(".")[-1]]
+        if len(lines_of) > 1:
+            lines.append(f"{q} is defined {len(lines_of)} times in {shown} (lines {_listed([str(n) for n in lines_of])}): "
+                         "the grader takes the first one's body; Python, and so your training, runs the last")
+    for q, node in bodies.items():
+        old = _find(before, q)
+        if old is not None and _shell(node) != _shell(old):
+            lines.append(f"the signature of {q} at {shown}:{node.lineno} differs from the copy as handed out: "
+                         "the grader keeps its own (it takes the body only)")
+    return lines
+
+
+def _parse(data: bytes) -> ast.Module:
+    import tokenize
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    return ast.parse(data.decode(encoding))
+
+
+def _outside(statements, before, qualnames, prefix) -> list:
+    """(node, its dotted name prefix) of each statement that neither holds a graded body nor stands as
+    handed out; a class holding a graded method is looked into."""
+    kept = {ast.dump(n) for n in before}
+    holders = {q.split(".")[0] for q in qualnames if "." in q}
+    found = []
+    for n in statements:
+        name = getattr(n, "name", None)
+        if _is_docstring(n) or name in qualnames:
+            continue
+        if isinstance(n, ast.ClassDef) and name in holders and not prefix:
+            old = next((b for b in before if isinstance(b, ast.ClassDef) and b.name == name), None)
+            methods = [q.split(".", 1)[1] for q in qualnames if q.startswith(name + ".")]
+            found += _outside(n.body, old.body if old else [], methods, name + ".")
+            continue
+        if ast.dump(n) not in kept:
+            found.append((n, prefix))
+    return found
+
+
+def _is_docstring(node) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(getattr(node, "value", None), ast.Constant) and \
+        isinstance(node.value.value, str)
+
+
+def _warning(node, prefix: str, shown: str, bodies: dict, before: ast.Module) -> str:
+    name = prefix + _name(node)
+    where = f"{name} at {shown}:{node.lineno}"
+    if not bodies:
+        return f"{where} is not in a body you hand in: the grader ignores it (it uses the copy's own)"
+    users = [q for q, body in bodies.items() if _uses(body, _bound(node))]
+    inside = _listed(users or list(bodies))
+    existed = _bound(node) & _bound_in(before.body if not prefix else _class_body(before, prefix[:-1]))
+    if existed:
+        return f"{where} differs from the copy as handed out: the grader uses its own; make the change inside {inside}"
+    return f"{where} is outside {inside}: the grader ignores it; move it inside"
+
+
+def _name(node) -> str:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return node.name
+    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and _bound(node):
+        return ", ".join(sorted(_bound(node)))
+    return ast.unparse(node).splitlines()[0][:40]
+
+
+def _bound(node) -> set:
+    """The names a top-level statement binds."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in node.names}
+    targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+    return {n.id for t in targets if t is not None for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+
+def _bound_in(statements) -> set:
+    return {name for n in statements for name in _bound(n)} if statements else set()
+
+
+def _class_body(tree, name: str) -> list:
+    node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name), None)
+    return node.body if node else []
+
+
+def _uses(body, names: set) -> bool:
+    """Whether a graded function reads any of ``names`` (a name, or an attribute: self.helper)."""
+    return any((isinstance(n, ast.Name) and n.id in names) or (isinstance(n, ast.Attribute) and n.attr in names)
+               for n in ast.walk(body))
+
+
+def _find(tree, qualname: str):
+    node = tree
+    for part in qualname.split("."):
+        node = next((n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                     and n.name == part), None)
+        if node is None:
+            return None
+    return node
+
+
+def _shell(func) -> str:
+    """A def without its body (its name, arguments, decorators, annotations): what the grader keeps."""
+    shell = copy.copy(func)
+    shell.body = []
+    return ast.dump(shell)
