@@ -177,15 +177,16 @@ def walls_line(report: dict) -> str:
 
 
 # ------------------------------------------------------------------ code the grader will not see
-def outside(submission) -> list:
+def outside(submission, copy_package: Path = HERE.parent) -> list:
     """One line for each piece of code of ``submission`` (a student's copy) that the student changed or
-    added outside the bodies the grader takes: compared with the copy as handed out (copy.zip), so an
-    untouched file, a training output or a figure says nothing. [] without copy.zip."""
+    added outside the bodies the grader takes: compared with the copy as handed out (``copy_package``'s
+    copy.zip, by default this copy's), so an untouched file, a training output or a figure says
+    nothing. [] without copy.zip."""
     package = Path(submission) / "minitransformer"
-    sources = handed_out_sources()
+    sources = handed_out_sources(Path(copy_package) / "homework")
     if sources is None or not package.is_dir():
         return []
-    graded = _graded_targets()
+    graded = _graded_targets(copy_package)
     lines = []
     for path in sorted(package.rglob("*.py")):
         rel = path.relative_to(package).as_posix()
@@ -205,11 +206,12 @@ def outside(submission) -> list:
     return lines
 
 
-def _graded_targets() -> dict:
+def _graded_targets(copy_package: Path) -> dict:
     """rel path -> the qualnames of the copy's assigned functions in that file (the bodies it hands in)."""
     from .registry import select
     found: dict = {}
-    for a in select(copy_assignments()):
+    ids = copy_assignments(copy_package)
+    for a in select(ids) if ids else []:
         for t in a.targets:
             found.setdefault(Path(*t.module.split(".")).with_suffix(".py").as_posix(), []).append(t.qualname)
     return found
