@@ -234,3 +234,42 @@ def test_a_method_helper_in_a_module_class_is_named_with_its_class(tmp_path):
     assert line.startswith("MultiHeadAttention._split at minitransformer/layers/attention.py:") and \
         line.endswith("is outside MultiHeadAttention.backward: the grader ignores it; move it inside"), line
     assert int(line.split(":")[1].split()[0]) > where
+
+
+def test_a_copy_without_its_handed_out_sources_says_it_is_staged_over_the_students_files(handed_out, tmp_path):
+    copy = _copy(handed_out, tmp_path / "copy")
+    (copy / "minitransformer" / "homework" / "copy.zip").unlink()
+    done = local_check(copy)
+    assert done.stdout.splitlines()[1].startswith("warning: this copy has no minitransformer/homework/copy.zip"), \
+        done.stdout[:600]
+    assert scores(done.stdout) == {"softmax": ("5", "5", "ok"), "layernorm": ("10", "10", "ok"),
+                                   "attention": ("15", "15", "ok")}, done.stdout
+
+
+def test_what_an_assignment_builds_on_is_the_copys_reference_unless_the_copy_stubs_it_unasked(tmp_path):
+    """cross_entropy and attention: softmax, which attention builds on, is not assigned. Where the copy
+    ships it working, the local check runs it as handed out and scores as the grader; where the export
+    stubbed it (it computes cross_entropy), the report says it raises here and not in the grader."""
+    export(["cross_entropy", "attention"], tmp_path / "copy")
+    export(["cross_entropy", "attention"], tmp_path / "solutions", with_solutions=True)
+    copy = tmp_path / "copy"
+    for rel, names in {"functional/attention.py": TARGETS["functional/attention.py"],
+                       "functional/softmax.py": ("log_softmax_forward", "log_softmax_backward"),
+                       "functional/cross_entropy.py": ("cross_entropy_forward", "cross_entropy_backward")}.items():
+        path, text = copy / "minitransformer" / rel, (tmp_path / "solutions" / "minitransformer" / rel).read_text()
+        source = path.read_text()
+        for name in names:
+            source = take_body(source, name, text, _find(ast.parse(text), name))
+        path.write_text(source)
+    (tmp_path / "seed.json").write_text("0\n")
+    local = local_check(copy)
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        main(["homework", "check", str(copy), "cross_entropy", "attention", "--seed-file", str(tmp_path / "seed.json")])
+    mine, theirs = scores(local.stdout), scores(out.getvalue())
+    assert mine["cross_entropy"] == theirs["cross_entropy"] and theirs["attention"][0] == "15"
+    softmax = (copy / "minitransformer" / "functional" / "softmax.py").read_text()
+    stubbed = 'raise NotImplementedError("softmax_forward: computes the cross_entropy' in softmax
+    said = ("attention calls softmax_forward and softmax_backward, which this copy holds stubbed though no "
+            "assignment of it asks for them: they raise here; the grader uses the reference")
+    assert (said in local.stdout) == stubbed, local.stdout[:1500]
+    assert (mine["attention"] == theirs["attention"]) != stubbed, (mine, theirs)

@@ -17,8 +17,9 @@ machine cannot wall the student's code in, the grading commands refuse unless
 ``--unconfined``, and every result says so.
 
 In a student's copy (a homework export) only the local check runs: ``homework
-check . ID`` checks the copy's own code on the public seed's stored numbers, and
-says it is no grade; the instructor's commands and options refuse there.
+check . ID`` stages and grades the copy as the grader does (homework/local.py) on the
+public seed's stored numbers, names first the code the grader will not see, and says it
+is no grade; the instructor's commands and options refuse there.
 """
 from __future__ import annotations
 
@@ -207,10 +208,13 @@ def _local_check(args, ids, start) -> int:
     the code the grader will not see named first, the walls said once, and where an assignment ran on
     the student's own version of one it builds on, said under it."""
     from ..homework.grade import grade
-    from ..homework.local import outside, used_yours
+    from ..homework.local import handed_out_sources, outside, stubbed_needs, used_yours
     from ..homework.report import all_passed, format_notes, format_result, printable, summary
     print("local check of this copy: staged as the grader stages it (only the bodies you write), its cases, "
           "diagnoses and rubric on the public seed 0's numbers stored here; what the grader checks, not your grade")
+    if handed_out_sources() is None:
+        print("warning: this copy has no minitransformer/homework/copy.zip (the copy as handed out): your files are "
+              "staged as they are, so code outside the bodies counts here, not in the grader; export it again")
     unseen = outside(args.dir)
     for line in unseen:
         print(f"warning: {printable(line)}")
@@ -221,8 +225,8 @@ def _local_check(args, ids, start) -> int:
             print(printable(r.confinement))
             said[0] = r.confinement
         head, _, rest = format_result(dataclasses.replace(r, confinement="")).partition("\n")
-        note = used_yours(r, done)
-        print("\n".join(line for line in (head, note and f"   {printable(note)}", rest) if line), flush=True)
+        notes = [f"   {printable(n)}" for n in (used_yours(r, done), stubbed_needs(r)) if n]
+        print("\n".join([head] + notes + ([rest] if rest else [])), flush=True)
         done[r.id] = r
     notes: list = []
     results = grade(args.dir, ids, limits=_limits(args), notes=notes, progress=show)

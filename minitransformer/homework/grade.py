@@ -24,8 +24,10 @@ None; the instructor re-runs it.
 
 Fail closed: where this machine lacks a wall (walls.missing()), ``grade`` refuses
 (``Unconfined``) unless ``unconfined=True``, and then every result says "graded
-unconfined". In a student's copy (its local check: not a grade) the walls are
-raised where the machine has them, and the results say what stood.
+unconfined". In a student's copy (its local check: not a grade) the submission is
+staged over the copy as handed out, what an assignment builds on runs in the child
+(homework/local.py), the walls are raised where the machine has them, and the
+results say what stood.
 """
 from __future__ import annotations
 
@@ -182,6 +184,10 @@ def grade(submission, ids=(), *, limits: Limits = Limits(), seed: int = 0, examp
             copy_dir, ignored = stage(submission, assignments)
     except (OSError, RecursionError, MemoryError) as e:
         reason = f"the submission could not be staged ({getattr(e, 'strerror', None) or type(e).__name__})"
+        return [not_graded(a, reason) for a in assignments]
+    except SyntaxError as e:            # a local check without copy.zip stages over the student's own files
+        reason = (f"a file of this copy is not valid Python ({e.msg}, line {e.lineno}), and without "
+                  "homework/copy.zip the check stages over your files: fix it, or export the copy again")
         return [not_graded(a, reason) for a in assignments]
     if notes is not None:
         notes.extend(ignored)

@@ -27,6 +27,7 @@ the graded bodies (compared with ``copy.zip``): the grader will not see it.
                                     the copy as handed out
     outside(submission)             the warnings, one line each
     used_yours(result, done)        "attention used your softmax_forward ..."
+    stubbed_needs(result)           what it builds on that the copy holds stubbed, unasked
     walls_line(report)              which walls stood around the student's code
 """
 from __future__ import annotations
@@ -150,6 +151,33 @@ def used_yours(result, done: dict) -> str:
     return (f"{result.id} used your {_listed(names)}; the grader uses the reference: a {ids} bug shows here, not "
             f"in your {result.id} grade" + (f" ({', '.join(scores)})" if scores else
                                              f" (check {ids} too: homework check . {' '.join(b.id for b in theirs)})"))
+
+
+def stubbed_needs(result) -> str:
+    """The line saying which functions the graded assignment builds on are stubs in this copy though no
+    assignment of it asks for them (they raise here; the grader answers them with the reference); ""
+    when there are none."""
+    from .registry import get, needed
+    sources, own = handed_out_sources(), set(copy_assignments())
+    if sources is None:
+        return ""
+    stubs = [t.qualname for b in needed(get(result.id)) if b.id not in own for t in b.targets
+             if _is_stub(sources.get(Path(*t.module.split(".")).with_suffix(".py").as_posix()), t.qualname)]
+    if not stubs:
+        return ""
+    return (f"{result.id} calls {_listed(stubs)}, which this copy holds stubbed though no assignment of it asks "
+            f"for {'it' if len(stubs) == 1 else 'them'}: {'it raises' if len(stubs) == 1 else 'they raise'} here; "
+            "the grader uses the reference")
+
+
+def _is_stub(source, qualname: str) -> bool:
+    """Whether ``qualname``'s body in ``source`` (bytes) is only ``raise NotImplementedError(...)``."""
+    try:
+        func = _find(_parse(source), qualname) if source is not None else None
+    except (SyntaxError, ValueError):
+        return False
+    body = [n for n in func.body if not _is_docstring(n)] if func is not None else []
+    return len(body) == 1 and isinstance(body[0], ast.Raise) and "NotImplementedError" in ast.unparse(body[0])
 
 
 def _score(result) -> str:
