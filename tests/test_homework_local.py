@@ -25,7 +25,7 @@ import pytest
 
 from minitransformer.cli import main
 from minitransformer.homework.export import _find, body_span, export
-from minitransformer.homework.local import outside
+from minitransformer.homework.outside import outside
 from minitransformer.homework.submission import take_body
 
 IDS = ("softmax", "layernorm", "attention")
@@ -215,7 +215,8 @@ def test_what_the_student_never_touched_and_training_outputs_are_not_listed(hand
     defs = [n.lineno for n in ast.parse((copy / "minitransformer/functional/softmax.py").read_text()).body
             if getattr(n, "name", "") == "softmax_forward"]
     expected.append(f"softmax_forward is defined 2 times in minitransformer/functional/softmax.py (lines {defs[0]} "
-                    f"and {defs[1]}): the grader takes the first one's body; Python, and so your training, runs the last")
+                    f"and {defs[1]}): the grader takes the first one's body; Python, and so your training, runs the "
+                    "last")
     assert lines == expected, "\n".join(lines)
 
 

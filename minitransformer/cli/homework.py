@@ -208,7 +208,8 @@ def _local_check(args, ids, start) -> int:
     the code the grader will not see named first, the walls said once, and where an assignment ran on
     the student's own version of one it builds on, said under it."""
     from ..homework.grade import grade
-    from ..homework.local import handed_out_sources, outside, stubbed_needs, used_yours
+    from ..homework.local import handed_out_sources, stubbed_needs, used_yours
+    from ..homework.outside import outside
     from ..homework.report import all_passed, format_notes, format_result, printable, summary
     print("local check of this copy: staged as the grader stages it (only the bodies you write), its cases, "
           "diagnoses and rubric on the public seed 0's numbers stored here; what the grader checks, not your grade")

@@ -18,14 +18,13 @@ does the same with what the copy has:
                         stood is said, and where one is missing the check goes on (the
                         student's own machine, and nothing secret is in the copy)
 
-Before grading, ``outside`` names each piece of code the student changed or added outside
-the graded bodies (compared with ``copy.zip``): the grader will not see it.
+Before grading, homework/outside.py names each piece of code the student changed or added
+outside the graded bodies (compared with ``copy.zip``): the grader will not see it.
 
     write_handed_out(package_dir)   at export: the package's sources as handed out
     handed_out()                    that package, unpacked (None: a copy without copy.zip)
     plan(assignments)               what the staged copy takes from the student, and what from
                                     the copy as handed out
-    outside(submission)             the warnings, one line each
     used_yours(result, done)        "attention used your softmax_forward ..."
     stubbed_needs(result)           what it builds on that the copy holds stubbed, unasked
     walls_line(report)              which walls stood around the student's code
@@ -34,9 +33,7 @@ from __future__ import annotations
 
 import ast
 import atexit
-import copy
 import hashlib
-import io
 import json
 import shutil
 import tempfile
@@ -113,10 +110,10 @@ def handed_out() -> Path | None:
         (package / rel).write_bytes(content)
     for rel, digest in data.items():
         try:
-            content = (live / rel).read_bytes() if _safe(rel) else b""
+            content = (live / rel).read_bytes() if _safe(rel) else None
         except OSError:
             continue
-        if hashlib.sha256(content).hexdigest() == digest:
+        if content is not None and hashlib.sha256(content).hexdigest() == digest:
             (package / rel).parent.mkdir(parents=True, exist_ok=True)
             (package / rel).write_bytes(content)
     return root
@@ -145,10 +142,10 @@ def used_yours(result, done: dict) -> str:
     theirs = [b for b in needed(get(result.id)) if b.id in own]
     if not theirs:
         return ""
-    names = [t.qualname.split(".")[-1] if "." not in t.qualname else t.qualname for b in theirs for t in b.targets]
+    names = [t.qualname for b in theirs for t in b.targets]
     ids = " or ".join(b.id for b in theirs)
     scores = [f"{b.id}: {_score(done[b.id])} here" for b in theirs if b.id in done]
-    return (f"{result.id} used your {_listed(names)}; the grader uses the reference: a {ids} bug shows here, not "
+    return (f"{result.id} used your {listed(names)}; the grader uses the reference: a {ids} bug shows here, not "
             f"in your {result.id} grade" + (f" ({', '.join(scores)})" if scores else
                                              f" (check {ids} too: homework check . {' '.join(b.id for b in theirs)})"))
 
@@ -165,18 +162,19 @@ def stubbed_needs(result) -> str:
              if _is_stub(sources.get(Path(*t.module.split(".")).with_suffix(".py").as_posix()), t.qualname)]
     if not stubs:
         return ""
-    return (f"{result.id} calls {_listed(stubs)}, which this copy holds stubbed though no assignment of it asks "
+    return (f"{result.id} calls {listed(stubs)}, which this copy holds stubbed though no assignment of it asks "
             f"for {'it' if len(stubs) == 1 else 'them'}: {'it raises' if len(stubs) == 1 else 'they raise'} here; "
             "the grader uses the reference")
 
 
 def _is_stub(source, qualname: str) -> bool:
     """Whether ``qualname``'s body in ``source`` (bytes) is only ``raise NotImplementedError(...)``."""
+    from .outside import find, is_docstring, parse
     try:
-        func = _find(_parse(source), qualname) if source is not None else None
+        func = find(parse(source), qualname) if source is not None else None
     except (SyntaxError, ValueError):
         return False
-    body = [n for n in func.body if not _is_docstring(n)] if func is not None else []
+    body = [n for n in func.body if not is_docstring(n)] if func is not None else []
     return len(body) == 1 and isinstance(body[0], ast.Raise) and "NotImplementedError" in ast.unparse(body[0])
 
 
@@ -185,7 +183,8 @@ def _score(result) -> str:
     return f"{score}/{result.max_score:g}" + ("" if result.passed else f" {result.status}")
 
 
-def _listed(names: list) -> str:
+def listed(names: list) -> str:
+    """"a", "a and b", "a, b and c"."""
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
@@ -202,164 +201,3 @@ def walls_line(report: dict) -> str:
     return (f"{stood}; without {', '.join(lacking)}, which this machine or user cannot raise: the grader refuses "
             "to grade without Landlock and seccomp, this check goes on, as it is your own machine and nothing "
             "secret is in this copy (no reference, no secret seed)")
-
-
-# ------------------------------------------------------------------ code the grader will not see
-def outside(submission, copy_package: Path = HERE.parent) -> list:
-    """One line for each piece of code of ``submission`` (a student's copy) that the student changed or
-    added outside the bodies the grader takes: compared with the copy as handed out (``copy_package``'s
-    copy.zip, by default this copy's), so an untouched file, a training output or a figure says
-    nothing. [] without copy.zip."""
-    package = Path(submission) / "minitransformer"
-    sources = handed_out_sources(Path(copy_package) / "homework")
-    if sources is None or not package.is_dir():
-        return []
-    graded = _graded_targets(copy_package)
-    lines = []
-    for path in sorted(package.rglob("*.py")):
-        rel = path.relative_to(package).as_posix()
-        if rel.split("/")[0] in NOT_STAGED or "__pycache__" in rel or any(p.startswith(".") for p in rel.split("/")):
-            continue
-        shown = f"minitransformer/{rel}"
-        if rel not in sources:
-            lines.append(f"{shown} is not in the copy as handed out: the grader ignores it; move what your "
-                         "functions use of it inside them")
-            continue
-        try:
-            data = path.read_bytes()
-        except OSError:
-            continue
-        if data != sources[rel]:
-            lines += _changes(shown, data, sources[rel], graded.get(rel, []))
-    return lines
-
-
-def _graded_targets(copy_package: Path) -> dict:
-    """rel path -> the qualnames of the copy's assigned functions in that file (the bodies it hands in)."""
-    from .registry import select
-    found: dict = {}
-    ids = copy_assignments(copy_package)
-    for a in select(ids) if ids else []:
-        for t in a.targets:
-            found.setdefault(Path(*t.module.split(".")).with_suffix(".py").as_posix(), []).append(t.qualname)
-    return found
-
-
-def _changes(shown: str, data: bytes, was: bytes, qualnames: list) -> list:
-    """The warnings of one changed file: its statements outside the graded bodies that are not as handed
-    out (a file that does not parse is the staging's to report: no body is taken from it)."""
-    try:
-        tree, before = _parse(data), _parse(was)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, UnicodeDecodeError, LookupError):
-        return []
-    bodies = {q: _find(tree, q) for q in qualnames}
-    bodies = {q: node for q, node in bodies.items() if node is not None}
-    lines = []
-    for node, where in _outside(tree.body, before.body, qualnames, ""):
-        lines.append(_warning(node, where, shown, bodies, before))
-    for q in qualnames:
-        lines_of = [n.lineno for n in (_class_body(tree, q.split(".")[0]) if "." in q else tree.body)
-                    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == q.split(".")[-1]]
-        if len(lines_of) > 1:
-            lines.append(f"{q} is defined {len(lines_of)} times in {shown} (lines {_listed([str(n) for n in lines_of])}): "
-                         "the grader takes the first one's body; Python, and so your training, runs the last")
-    for q, node in bodies.items():
-        old = _find(before, q)
-        if old is not None and _shell(node) != _shell(old):
-            lines.append(f"the signature of {q} at {shown}:{node.lineno} differs from the copy as handed out: "
-                         "the grader keeps its own (it takes the body only)")
-    return lines
-
-
-def _parse(data: bytes) -> ast.Module:
-    import tokenize
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    return ast.parse(data.decode(encoding))
-
-
-def _outside(statements, before, qualnames, prefix) -> list:
-    """(node, its dotted name prefix) of each statement that neither holds a graded body nor stands as
-    handed out; a class holding a graded method is looked into."""
-    kept = {ast.dump(n) for n in before}
-    holders = {q.split(".")[0] for q in qualnames if "." in q}
-    found = []
-    for n in statements:
-        name = getattr(n, "name", None)
-        if _is_docstring(n) or name in qualnames:
-            continue
-        if isinstance(n, ast.ClassDef) and name in holders and not prefix:
-            old = next((b for b in before if isinstance(b, ast.ClassDef) and b.name == name), None)
-            methods = [q.split(".", 1)[1] for q in qualnames if q.startswith(name + ".")]
-            found += _outside(n.body, old.body if old else [], methods, name + ".")
-            continue
-        if ast.dump(n) not in kept:
-            found.append((n, prefix))
-    return found
-
-
-def _is_docstring(node) -> bool:
-    return isinstance(node, ast.Expr) and isinstance(getattr(node, "value", None), ast.Constant) and \
-        isinstance(node.value.value, str)
-
-
-def _warning(node, prefix: str, shown: str, bodies: dict, before: ast.Module) -> str:
-    name = prefix + _name(node)
-    where = f"{name} at {shown}:{node.lineno}"
-    if not bodies:
-        return f"{where} is not in a body you hand in: the grader ignores it (it uses the copy's own)"
-    users = [q for q, body in bodies.items() if _uses(body, _bound(node))]
-    inside = _listed(users or list(bodies))
-    existed = _bound(node) & _bound_in(before.body if not prefix else _class_body(before, prefix[:-1]))
-    if existed:
-        return f"{where} differs from the copy as handed out: the grader uses its own; make the change inside {inside}"
-    return f"{where} is outside {inside}: the grader ignores it; move it inside"
-
-
-def _name(node) -> str:
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return node.name
-    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and _bound(node):
-        return ", ".join(sorted(_bound(node)))
-    return ast.unparse(node).splitlines()[0][:40]
-
-
-def _bound(node) -> set:
-    """The names a top-level statement binds."""
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return {node.name}
-    if isinstance(node, (ast.Import, ast.ImportFrom)):
-        return {(a.asname or a.name).split(".")[0] for a in node.names}
-    targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-    return {n.id for t in targets if t is not None for n in ast.walk(t) if isinstance(n, ast.Name)}
-
-
-def _bound_in(statements) -> set:
-    return {name for n in statements for name in _bound(n)} if statements else set()
-
-
-def _class_body(tree, name: str) -> list:
-    node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name), None)
-    return node.body if node else []
-
-
-def _uses(body, names: set) -> bool:
-    """Whether a graded function reads any of ``names`` (a name, or an attribute: self.helper)."""
-    return any((isinstance(n, ast.Name) and n.id in names) or (isinstance(n, ast.Attribute) and n.attr in names)
-               for n in ast.walk(body))
-
-
-def _find(tree, qualname: str):
-    node = tree
-    for part in qualname.split("."):
-        node = next((n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                     and n.name == part), None)
-        if node is None:
-            return None
-    return node
-
-
-def _shell(func) -> str:
-    """A def without its body (its name, arguments, decorators, annotations): what the grader keeps."""
-    shell = copy.copy(func)
-    shell.body = []
-    return ast.dump(shell)
