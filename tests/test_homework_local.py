@@ -169,7 +169,18 @@ def test_a_raise_in_a_students_function_is_a_line_of_the_report(handed_out, tmp_
     done = local_check(copy)
     assert done.returncode == 1 and "Traceback" not in done.stdout + done.stderr, done.stderr
     assert scores(done.stdout)["layernorm"][2] == "exception"
-    assert "ValueError: not yet" in done.stdout
+    line = next(i for i, text in enumerate((copy / "minitransformer/functional/norm.py").read_text().splitlines(), 1)
+                if "raise ValueError('not yet')" in text)
+    assert f"ValueError: not yet (at minitransformer/functional/norm.py:{line} in layernorm_backward)" in done.stdout
+
+
+def test_a_helper_the_grader_does_not_see_fails_at_the_students_own_line(both_ways, folders):
+    """The staged copy has no helper, so its lines are not the student's: the report says theirs."""
+    line = next(i for i, text in enumerate((folders["helper"] / "minitransformer/functional/norm.py").read_text()
+                                           .splitlines(), 1) if "_sum_rows(_my_helper(dy, xhat))" in text)
+    said = (f"NameError: name '_my_helper' is not defined (at minitransformer/functional/norm.py:{line} in "
+            "layernorm_backward)")
+    assert said in both_ways["helper"][0].stdout, both_ways["helper"][0].stdout[:2000]
 
 
 def test_what_the_student_never_touched_and_training_outputs_are_not_listed(handed_out, tmp_path):

@@ -31,6 +31,7 @@ results say what stood.
 """
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import time
 from pathlib import Path
@@ -38,7 +39,7 @@ from pathlib import Path
 from .evaluate import run
 from .expected import Stored, copy_assignments, in_student_copy
 from .graded import REFERENCE
-from .local import handed_out, plan, walls_line
+from .local import handed_out, plan, walls_line, where_in_copy
 from .needs import Answers
 from .registry import grading_order, needed, select
 from .result import CRASHED, NOT_GRADED, TIMEOUT, Result
@@ -93,6 +94,12 @@ def _needs(sandbox, assignment, local: bool = False) -> None:
         sandbox.request("need", targets=targets)
 
 
+def _rewrite(result, where) -> None:
+    """``result``'s message and rows with each place in the staged copy as ``where`` writes it."""
+    result.message = where(result.message)
+    result.rows = [dataclasses.replace(r, diagnosis=where(r.diagnosis)) if r.diagnosis else r for r in result.rows]
+
+
 class NotGraded(Exception):
     """The grader could not compute a grade; the message says why."""
 
@@ -140,9 +147,10 @@ def _start(copy_dir, limits, required) -> Sandbox:
 
 
 def grade_staged(copy_dir, assignments, *, limits: Limits = Limits(), seed: int = 0, examples: int = 3,
-                 progress=None, required: bool = True) -> list:
+                 progress=None, required: bool = True, where=None) -> list:
     """Results of ``assignments`` on a staged copy, in grading order. ``required``: the child must
-    stand behind every wall (an assignment is not graded otherwise)."""
+    stand behind every wall (an assignment is not graded otherwise); ``where``: rewrites a place in
+    the staged copy in a message (a local check: the student's file and line, local.where_in_copy)."""
     results, sandbox, reference = [], None, local_reference()
     walls = {} if reference is not None else None
     budget_end = time.monotonic() + limits.budget
@@ -155,6 +163,8 @@ def grade_staged(copy_dir, assignments, *, limits: Limits = Limits(), seed: int 
                                              budget_end, walls)
                 if walls:
                     result.confinement = "local check: " + walls_line(walls)
+                if where is not None:
+                    _rewrite(result, where)
             results.append(result)
             if progress:
                 progress(result)
@@ -192,8 +202,9 @@ def grade(submission, ids=(), *, limits: Limits = Limits(), seed: int = 0, examp
     if notes is not None:
         notes.extend(ignored)
     try:
+        where = where_in_copy(copy_dir, submission, theirs) if local else None
         results = grade_staged(copy_dir, assignments, limits=limits, seed=seed, examples=examples,
-                               progress=progress, required=not (local or lacking))
+                               progress=progress, required=not (local or lacking), where=where)
     finally:
         shutil.rmtree(copy_dir, ignore_errors=True)
     if lacking and not local:

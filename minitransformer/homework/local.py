@@ -25,6 +25,7 @@ outside the graded bodies (compared with ``copy.zip``): the grader will not see 
     handed_out()                    that package, unpacked (None: a copy without copy.zip)
     plan(assignments)               what the staged copy takes from the student, and what from
                                     the copy as handed out
+    where_in_copy(staged, ...)      the staged copy's file and line in a message, as the student's
     used_yours(result, done)        "attention used your softmax_forward ..."
     stubbed_needs(result)           what it builds on that the copy holds stubbed, unasked
     walls_line(report)              which walls stood around the student's code
@@ -35,6 +36,7 @@ import ast
 import atexit
 import hashlib
 import json
+import re
 import shutil
 import tempfile
 import zipfile
@@ -131,6 +133,36 @@ def plan(assignments) -> tuple:
     built_on = {b.id: b for a in assignments for b in needed(a) if b.id not in chosen}
     theirs = list(assignments) + [b for b in built_on.values() if b.id in own]
     return theirs, [b for b in built_on.values() if b.id not in own]
+
+
+def where_in_copy(staged: Path, submission: Path, assignments):
+    """A function that rewrites "at <staged>/minitransformer/x.py:N" in a report's text to the student's
+    file and line (the staged copy lacks what the student has outside the bodies, so its lines are not
+    theirs); a line outside the bodies they wrote is the copy's as handed out, and said so."""
+    from .export import body_span
+    from .outside import find, parse
+    spans: dict = {}                             # rel -> [(first staged line, last, first of the student's)]
+    for a in assignments:
+        for t in a.targets:
+            rel = Path("minitransformer", *t.module.split(".")).with_suffix(".py").as_posix()
+            try:
+                mine, theirs = find(parse((staged / rel).read_bytes()), t.qualname), \
+                    find(parse((Path(submission) / rel).read_bytes()), t.qualname)
+            except (OSError, SyntaxError, ValueError, RecursionError, UnicodeDecodeError, LookupError):
+                continue
+            if mine is not None and theirs is not None:
+                (s0, s1), (u0, _) = body_span(mine), body_span(theirs)
+                spans.setdefault(rel, []).append((s0 + 1, s1, u0 + 1))
+    roots = "|".join(re.escape(str(r)) for r in {Path(staged), Path(staged).resolve()})   # the child's is resolved
+    pattern = re.compile(f"(?:{roots})" + r"/(minitransformer/[\w/]+\.py):(\d+)")
+
+    def line(match) -> str:
+        rel, n = match[1], int(match[2])
+        for first, last, theirs in spans.get(rel, []):
+            if first <= n <= last:
+                return f"{rel}:{n - first + theirs}"
+        return f"{rel}:{n} of the copy as handed out"
+    return lambda text: pattern.sub(line, text)
 
 
 def used_yours(result, done: dict) -> str:
