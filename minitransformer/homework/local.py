@@ -227,9 +227,9 @@ def walls_line(report: dict) -> str:
     lacking = [name for key, name in (("landlock", "Landlock"), ("seccomp", "seccomp"),
                                       ("netns", "a network namespace"), ("nofile", "the open-file limit"))
                if not report.get(key)]
-    stood = f"your code ran walled in as the grader walls it ({description(report)})"
     if not lacking:
-        return stood
-    return (f"{stood}; without {', '.join(lacking)}, which this machine or user cannot raise: the grader refuses "
-            "to grade without Landlock and seccomp, this check goes on, as it is your own machine and nothing "
-            "secret is in this copy (no reference, no secret seed)")
+        return f"your code ran walled in as the grader walls it ({description(report)})"
+    return (f"your code ran behind only some of the grader's walls ({description(report)}): without "
+            f"{listed(lacking)}, which this machine or user cannot raise. The grader refuses to grade without "
+            "Landlock or seccomp; this check goes on, as it is your own machine and nothing secret is in this "
+            "copy (no reference, no secret seed)")
