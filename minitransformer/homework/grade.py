@@ -37,6 +37,7 @@ from .evaluate import run
 from .expected import Stored, in_student_copy
 from .graded import REFERENCE
 from .needs import Answers
+from .places import Places
 from .registry import grading_order, needed, select
 from .result import CRASHED, NOT_GRADED, TIMEOUT, Result
 from .sandbox import ChildGone, Limits, Sandbox, Unconfined
@@ -88,7 +89,7 @@ class NotGraded(Exception):
     """The grader could not compute a grade; the message says why."""
 
 
-def _grade_one(a, sandbox, copy_dir, limits, seed, examples, reference, required, budget_end) -> tuple:
+def _grade_one(a, sandbox, copy_dir, limits, seed, examples, reference, required, budget_end, places=None) -> tuple:
     """(result, the sandbox to go on with) of one assignment."""
     start = time.monotonic()
     try:
@@ -98,7 +99,7 @@ def _grade_one(a, sandbox, copy_dir, limits, seed, examples, reference, required
             sandbox = _start(copy_dir, limits, required)
         sandbox.deadline = min(start + limits.timeout, budget_end)
         _needs(sandbox, a)
-        result = run(a.id, sandbox, seed=seed, examples=examples, reference=reference)
+        result = run(a.id, sandbox, seed=seed, examples=examples, reference=reference, places=places)
         result.seconds = time.monotonic() - start
         return result, sandbox
     except NotGraded as e:
@@ -127,9 +128,10 @@ def _start(copy_dir, limits, required) -> Sandbox:
 
 
 def grade_staged(copy_dir, assignments, *, limits: Limits = Limits(), seed: int = 0, examples: int = 3,
-                 progress=None, required: bool = True) -> list:
+                 progress=None, required: bool = True, places=None) -> list:
     """Results of ``assignments`` on a staged copy, in grading order. ``required``: the child must
-    stand behind every wall (an assignment is not graded otherwise)."""
+    stand behind every wall (an assignment is not graded otherwise); ``places``: where the staged
+    bodies are in the student's files (homework/places.py)."""
     results, sandbox, reference = [], None, local_reference()
     budget_end = time.monotonic() + limits.budget
     try:
@@ -138,7 +140,7 @@ def grade_staged(copy_dir, assignments, *, limits: Limits = Limits(), seed: int 
                 result = _not_stored(a)
             else:
                 result, sandbox = _grade_one(a, sandbox, copy_dir, limits, seed, examples, reference, required,
-                                             budget_end)
+                                             budget_end, places)
             results.append(result)
             if progress:
                 progress(result)
@@ -160,7 +162,8 @@ def grade(submission, ids=(), *, limits: Limits = Limits(), seed: int = 0, examp
     if lacking and not (unconfined or local):
         raise Unconfined(refusal(lacking))
     try:
-        copy_dir, ignored = stage(submission, assignments)
+        places = Places(submission)
+        copy_dir, ignored = stage(submission, assignments, places=places)
     except (OSError, RecursionError, MemoryError) as e:
         reason = f"the submission could not be staged ({getattr(e, 'strerror', None) or type(e).__name__})"
         return [not_graded(a, reason) for a in assignments]
@@ -168,7 +171,7 @@ def grade(submission, ids=(), *, limits: Limits = Limits(), seed: int = 0, examp
         notes.extend(ignored)
     try:
         results = grade_staged(copy_dir, assignments, limits=limits, seed=seed, examples=examples,
-                               progress=progress, required=not (local or lacking))
+                               progress=progress, required=not (local or lacking), places=places)
     finally:
         shutil.rmtree(copy_dir, ignore_errors=True)
     if lacking:

@@ -1,7 +1,9 @@
 """What the grader prints, and the Gradescope autograder results.json, from typed results.
 
-Each assignment's ``result.Result`` is printed by ``format_result``: the score and the
-status, the tolerance (diagnose.TOLERANCE), one row per case and tensor, the rubric's marks.
+Each assignment's ``result.Result`` is printed by ``format_result``, one screen: the score and
+the status, the one explanation (homework/explain.py: root cause first; the exception's
+message where there is none), then the tolerance (diagnose.TOLERANCE), one row per case and
+tensor (a diagnosis the explanation already says is "as above"), the rubric's marks.
 An assignment whose grade could not be computed has the score None ("not graded", with
 its reason): the total is then None too (a JSON null: Gradescope reports the run as
 failed, for the instructor to re-run, rather than a 0). A result graded without the
@@ -39,11 +41,14 @@ HEADER = header()
 
 
 def format_result(result) -> str:
-    """One assignment (a result.Result): its score, the tolerance, a header, one line per tensor (each
-    wrong one with its diagnosis), then the rubric's checks."""
+    """One assignment (a result.Result): its score, the explanation, the tolerance, a header, one line
+    per tensor (each wrong one with its diagnosis), then the rubric's checks."""
     score = "-" if result.score is None else f"{result.score:g}"
     lines = [f"== {result.id}: {score}/{result.max_score:g} ({result.status})"]
-    if result.message:
+    explanation = getattr(result, "explanation", "")
+    if explanation:
+        lines.append(f"   WHAT TO FIX: {printable(explanation)}")
+    elif result.message:
         lines.append(f"   {printable(result.message)}")
     if result.confinement:
         lines.append(f"   {printable(result.confinement)}")
@@ -56,7 +61,8 @@ def format_result(result) -> str:
         line = (f"   {printable(r.name):<{width}} {printable(r.shape):<16} {_num(r.max_abs_error):>9} "
                 f"{_num(r.rel_error):>9}  {verdict}")
         if r.diagnosis:
-            line += f"   DIAGNOSIS: {printable(r.diagnosis)}"
+            said = explanation and len(r.diagnosis) > 40 and r.diagnosis in explanation
+            line += "   (as above)" if said else f"   DIAGNOSIS: {printable(r.diagnosis)}"
         lines.append(line)
     if result.rubric:
         lines += ["   rubric (all or nothing per check; the numerical check is shown, not scored):"]

@@ -275,10 +275,11 @@ def _stage_target(root: Path, t, rel: str, source: str, func) -> str | None:
     return None
 
 
-def stage(submission, assignments=None) -> tuple:
+def stage(submission, assignments=None, places=None) -> tuple:
     """(staged folder, notes): a fresh pristine copy with the submission's target bodies (of every
     assignment when ``assignments`` is None); Ambiguous (nothing staged) for file names that do not
-    say which file they are."""
+    say which file they are. ``places`` (a places.Places) receives where each staged body is in the
+    student's file, so a report names the student's lines, never the staging folder's."""
     from .registry import assignments as every_assignment
     assignments = every_assignment() if assignments is None else assignments
     submission = Path(submission)
@@ -288,7 +289,7 @@ def stage(submission, assignments=None) -> tuple:
     root = Path(tempfile.mkdtemp(prefix="mt-staged-"))
     try:
         shutil.copytree(pristine_copy() / "minitransformer", root / "minitransformer")
-        notes, used, parsed = [], {}, Parsed(submission)
+        notes, used, parsed, taken = [], {}, Parsed(submission), []
         for a in assignments:
             for t in a.targets:
                 for path, source, func in _candidates(t, submission, parsed):
@@ -297,8 +298,11 @@ def stage(submission, assignments=None) -> tuple:
                         notes.append(note)
                         continue
                     used.setdefault(path, []).append(t)
+                    taken.append((t, path, source, func))
                     break
         notes += _notes(submission, parsed, used)
+        if places is not None:
+            _record_places(places, root, submission, taken)
         for path in root.rglob("*"):
             os.chmod(path, 0o755 if path.is_dir() else 0o644)
         os.chmod(root, 0o755)
@@ -306,6 +310,20 @@ def stage(submission, assignments=None) -> tuple:
         shutil.rmtree(root, ignore_errors=True)
         raise
     return root, notes
+
+
+def _record_places(places, root: Path, submission: Path, taken: list) -> None:
+    """Each staged body's lines in the staged file (read once every body is in: a body laid in
+    above another moves it) and in the student's file."""
+    staged: dict = {}
+    for t, path, source, func in taken:
+        rel = (Path("minitransformer") / Path(*t.module.split("."))).with_suffix(".py").as_posix()
+        if rel not in staged:
+            staged[rel] = ast.parse((root / rel).read_text(encoding="utf-8"))
+        span = body_span(_find(staged[rel], t.qualname))
+        start, end = body_span(func)
+        places.add(str(t), rel, span, _rel(path, submission), (start, end), func.lineno,
+                   source_lines(source)[start:end])
 
 
 def _rel(path: Path, submission: Path) -> str:
