@@ -215,7 +215,7 @@ def relu_backward(dy, cache):
 def gelu_forward(x, approximate="none"):
     if approximate == "tanh":
         return _gelu_tanh_forward(x)
-    Phi = 0.5 * erfc(-x / np.sqrt(2.0))
+    Phi = 0.5 * erfc(-x / 2 ** 0.5)
     return x * Phi, GeluCache(Phi)
 ''', ("φ",), "issue"),
     Bug("ce-sum-not-mean", "cross_entropy", "functional.cross_entropy:cross_entropy_backward", '''

@@ -250,7 +250,8 @@ def ce_backward(kind):
             d = d * cache.keep[:, None]
         if kind != "no-upstream":
             d = d * float(dloss)
-        return (d / max(cache.n_kept, 1)).reshape(cache.logits_shape)
+        n = 1 if kind == "not-divided" else max(cache.n_kept, 1)      # the mean's 1/N_kept left out
+        return (d / n).reshape(cache.logits_shape)
     return backward
 
 
@@ -766,6 +767,8 @@ PLANTED = {
                               *student_cross_entropy(spread="V-1")),
     "ce-mean-over-all-targets": ("cross_entropy: ignored targets, no smoothing", "out",
                                  *student_cross_entropy(mean_over="all")),
+    "ce-backward-not-divided": ("cross_entropy: ignored targets, no smoothing", "dlogits", None,
+                                ce_backward("not-divided")),
     "ce-sum-not-mean": ("cross_entropy: ignored targets, no smoothing", "out", *student_cross_entropy(mean_over="sum")),
     "ce-smoothing-ignored": ("cross_entropy: label smoothing 0.1 and ignored targets", "out",
                              *student_cross_entropy(use_smoothing=False)),

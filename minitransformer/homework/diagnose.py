@@ -145,6 +145,8 @@ def _factor(s, r, factors) -> str:
     rr = float(np.sum(r * r))
     if rr == 0.0:
         return ""
+    if r.size < 2:
+        return ""                          # one number is c times any other: a factor says nothing
     c = float(np.sum(s * r)) / rr
     if not _close(s, c * r, 1e-6):
         return ""

@@ -42,26 +42,28 @@ def explain(assignment, rows: dict, failures: list, places=None) -> str:
     ``rows``: (case name, tensor) -> diagnose.Row (the worst example of each);
     ``failures``: evaluate.Failure of each case that raised, in order."""
     crashed = [f for f in failures if f.error.type != "NotImplementedError"]
-    if crashed:
-        return crash(assignment, crashed[0], places, more=len(crashed) - 1)
-    if failures and len(failures) == len(assignment.cases):
+    if failures and not crashed and len(failures) == len(assignment.cases):
         return ""                                 # not implemented: the status says it
     wrong = [(case, tensor, row) for (case, tensor), row in rows.items()
              if not row.ok and not tensor.startswith("numerical")]
+    values = [w for w in wrong if w[1] not in ("unchanged", "dtype", "raised")]
+    order = {c.name: i for i, c in enumerate(assignment.cases)}
+    if crashed and (not values or order.get(crashed[0].case, 0) <= min(order.get(w[0], 0) for w in values)):
+        return crash(assignment, crashed[0], places, more=len(crashed) - 1)   # the earliest case's cause first
     if not wrong:
         return ""
-    values = [w for w in wrong if w[1] not in ("unchanged", "dtype", "raised")]
     if not values:
-        return wrong[0][2].diagnosis
+        return next((row.diagnosis for _, t, row in wrong if t != "raised" and row.diagnosis), "")
     forward = [w for w in values if w[1] == "out" and _forward_is_target(assignment, w[0])]
-    if forward:
-        return _forward_first(assignment, forward, values, places)
-    return _grouped(assignment, values, places)
+    text = _forward_first(assignment, forward, values, places) if forward else _grouped(assignment, values, places)
+    if crashed:
+        text += f" Then: {crash(assignment, crashed[0], places, more=len(crashed) - 1)}"
+    return text
 
 
 def _forward_is_target(assignment, case_name) -> bool:
     case = next((c for c in assignment.cases if c.name == case_name), None)
-    return case is not None and case.check.checker != "module" and \
+    return case is not None and case.check.checker == "pair" and \
         any(str(t) == case.check.forward for t in assignment.targets)
 
 
@@ -75,13 +77,36 @@ def _function_of(assignment, case_name, tensor) -> str:
 
 
 def _at(assignment, case_name, tensor, places) -> str:
-    """" (in f, path:line)" of the target computing ``tensor``, or " (in f)"."""
+    """" (in f, path:line)" of the target computing ``tensor``: a pair's gradient names the backward and
+    the forward whose cache it reads; a Module's, every method the assignment asks for."""
     spec = _function_of(assignment, case_name, tensor)
     if not spec:
         return ""
-    spot = places.of(spec) if places is not None else None
-    name = spec.split(":")[1]
-    return f" (in {name}, {spot.path}:{spot.line})" if spot else f" (in {name})"
+    case = next(c for c in assignment.cases if c.name == case_name)
+    if case.check.checker == "module":
+        specs = [str(t) for t in assignment.targets if "." in t.qualname] or [spec]
+    elif spec == case.check.backward and _forward_is_target(assignment, case_name):
+        specs = [spec, case.check.forward]
+    else:
+        specs = [spec]
+    said = []
+    for s in specs:
+        spot = places.of(s) if places is not None else None
+        said.append(f"{s.split(':')[1]}, {spot.path}:{spot.line}" if spot else s.split(":")[1])
+    if case.check.checker == "pair" and len(specs) == 2:
+        return f" (in {said[0]}; or in what {said[1]} caches)"
+    return f" (in {' or '.join(said)})"
+
+
+def _no_backward(assignment, case_name) -> bool:
+    case = next((c for c in assignment.cases if c.name == case_name), None)
+    return case is None or case.check.checker == "function"
+
+
+def _tensors(items) -> str:
+    """The tensors of ``items``, the first four named and the rest counted."""
+    names = list(dict.fromkeys(t for _, t, _ in items))
+    return ", ".join(names) if len(names) <= 4 else f"{', '.join(names[:3])} and {len(names) - 3} more gradients"
 
 
 def _cases(items) -> str:
@@ -96,7 +121,7 @@ def _forward_first(assignment, forward, values, places) -> str:
     backward = [w for w in values if w[1] != "out"]
     if backward:
         text += (" Fix it first: the backward ran on your forward's cache, so its gradients "
-                 f"({', '.join(dict.fromkeys(t for _, t, _ in backward))}) are not judged apart from it.")
+                 f"({_tensors(backward)}) are not judged apart from it.")
     return text
 
 
@@ -116,19 +141,18 @@ def _grouped(assignment, values, places) -> str:
     for g in explained[:2]:
         case, tensor, _ = g[0]
         said = next(row.diagnosis for _, _, row in g if row.diagnosis)
-        tensors = ", ".join(dict.fromkeys(t for _, t, _ in g))
-        parts.append(f"{tensors}{_at(assignment, case, tensor, places)}, wrong in {_cases(g)}: {said}")
+        parts.append(f"{_tensors(g)}{_at(assignment, case, tensor, places)}, wrong in {_cases(g)}: {said}")
     if len(explained) > 2:
         parts.append(f"and {len(explained) - 2} more (the table below)")
     if unexplained and not explained:
         case, tensor, row = unexplained[0]
-        tensors = ", ".join(dict.fromkeys(t for _, t, _ in unexplained))
-        parts.append(f"{tensors}{_at(assignment, case, tensor, places)}, wrong in {_cases(unexplained)} "
+        parts.append(f"{_tensors(unexplained)}{_at(assignment, case, tensor, places)}, wrong in {_cases(unexplained)} "
                      f"(relative error {row.rel_error:.2g}): no known mistake fits; compare each line with the "
-                     "docstring's equations (the numerical check below says whether your backward matches "
-                     "your own forward)")
+                     "docstring's equations" + ("" if _no_backward(assignment, case) else
+                                                " (the numerical check below says whether your backward "
+                                                "matches your own forward)"))
     elif unexplained:
-        parts.append(f"also wrong, unexplained: {', '.join(dict.fromkeys(t for _, t, _ in unexplained))}")
+        parts.append(f"also wrong, unexplained: {_tensors(unexplained)}")
     return _sentences(parts)
 
 

@@ -125,6 +125,10 @@ MISTAKES = (
     Mistake("cross_entropy", "ce-sum-not-mean", ("out", "dlogits"),
             "this is the sum over the kept targets; the loss is their mean (divide by N_kept)",
             lambda inp: _cross_entropy(inp, denom="sum")),
+    Mistake("cross_entropy", "ce-backward-not-divided", ("dlogits",),
+            "dlogits is not divided by N_kept: the loss is the MEAN over the kept targets, so each row's "
+            "gradient (softmax - q) is divided by N_kept, as the forward divides the sum",
+            lambda inp: {"dlogits": _cross_entropy(inp, denom="sum")["dlogits"]}),
     Mistake("cross_entropy", "ce-smoothing-ignored", ("out", "dlogits"),
             "label smoothing is ignored: with smoothing ε the target distribution is "
             "(1 - ε) onehot(y) + ε/V",
