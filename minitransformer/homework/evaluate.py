@@ -355,9 +355,21 @@ def _result(assignment, tally, earned, marks, places=None) -> Result:
     message = error_text(errors[0], places) + (f" (and {len(errors) - 1} more case(s) raised)" if len(errors) > 1
                                                else "") if errors else ""
     modules = {g.name for g in assignment.cases if g.check.checker == "module"}
+    _not_guessed(assignment, tally.rows)
     rows = _collapse_parameters(tally.rows, modules) + list(tally.numerical.values())
     explanation = "" if status == OK else explain(assignment, tally.rows, tally.errors, places)
     return Result(assignment.id, assignment.points, earned, status, message, rows, marks, explanation=explanation)
+
+
+def _not_guessed(assignment, rows: dict) -> None:
+    """A pair's gradients are not diagnosed in a case whose forward (a target) is wrong: the
+    backward ran on the student's own cache, so a guess at it would blame the wrong line."""
+    pairs = {g.name for g in assignment.cases if g.check.checker == "pair"
+             and any(str(t) == g.check.forward for t in assignment.targets)}
+    wrong = {case for (case, tensor), row in rows.items() if tensor == "out" and not row.ok and case in pairs}
+    for (case, tensor), row in rows.items():
+        if case in wrong and tensor not in ("out", RAISED, DTYPE, UNCHANGED) and not row.ok:
+            row.diagnosis = ""
 
 
 def _collapse_parameters(rows: dict, module_cases: set) -> list:

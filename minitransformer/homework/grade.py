@@ -163,7 +163,7 @@ def grade(submission, ids=(), *, limits: Limits = Limits(), seed: int = 0, examp
         raise Unconfined(refusal(lacking))
     try:
         places = Places(submission)
-        copy_dir, ignored = stage(submission, assignments, places=places)
+        copy_dir, ignored = stage(submission, assignments, places)
     except (OSError, RecursionError, MemoryError) as e:
         reason = f"the submission could not be staged ({getattr(e, 'strerror', None) or type(e).__name__})"
         return [not_graded(a, reason) for a in assignments]

@@ -3,7 +3,7 @@
 Each assignment's ``result.Result`` is printed by ``format_result``, one screen: the score and
 the status, the one explanation (homework/explain.py: root cause first; the exception's
 message where there is none), then the tolerance (diagnose.TOLERANCE), one row per case and
-tensor (a diagnosis the explanation already says is "as above"), the rubric's marks.
+tensor (each wrong one with its own diagnosis), the rubric's marks.
 An assignment whose grade could not be computed has the score None ("not graded", with
 its reason): the total is then None too (a JSON null: Gradescope reports the run as
 failed, for the instructor to re-run, rather than a 0). A result graded without the
@@ -61,8 +61,7 @@ def format_result(result) -> str:
         line = (f"   {printable(r.name):<{width}} {printable(r.shape):<16} {_num(r.max_abs_error):>9} "
                 f"{_num(r.rel_error):>9}  {verdict}")
         if r.diagnosis:
-            said = explanation and len(r.diagnosis) > 40 and r.diagnosis in explanation
-            line += "   (as above)" if said else f"   DIAGNOSIS: {printable(r.diagnosis)}"
+            line += f"   DIAGNOSIS: {printable(r.diagnosis)}"
         lines.append(line)
     if result.rubric:
         lines += ["   rubric (all or nothing per check; the numerical check is shown, not scored):"]

@@ -68,7 +68,7 @@ def _mask_after_softmax(inp):
     """P = softmax(scores) over EVERY key, then the hidden entries zeroed (not renormalised), and the
     backward of those two lines: out and its gradients."""
     mask = inp.get("mask")
-    if mask is None or inp.get("drop_mask") is not None:
+    if mask is None:
         return {}
     q, k, v, dout = _x(inp, "q"), _x(inp, "k"), _x(inp, "v"), _g(inp)
     c = q.shape[-1] ** -0.5
@@ -76,9 +76,11 @@ def _mask_after_softmax(inp):
     if inp.get("bias") is not None:
         scores = scores + _x(inp, "bias")
     keep = np.broadcast_to(np.asarray(mask), scores.shape).astype(np.float64)
+    drop = inp.get("drop_mask")
+    kept = 1.0 if drop is None else np.asarray(drop) / (1 - float(inp.get("p_drop", 0.0)))   # dropout after
     P = _softmax(scores)
-    Pm = P * keep
-    dP = (dout @ v.swapaxes(-1, -2)) * keep
+    Pm = P * keep * kept
+    dP = (dout @ v.swapaxes(-1, -2)) * keep * kept
     dS = P * (dP - (dP * P).sum(-1, keepdims=True))
     result = {"out": Pm @ v, "dq": dS @ k * c, "dk": dS.swapaxes(-1, -2) @ q * c, "dv": Pm.swapaxes(-1, -2) @ dout}
     if inp.get("bias") is not None:
