@@ -178,8 +178,23 @@ def diagnose_all(assignment_id, inputs, student: dict, reference: dict, *, funct
         messages[tensor] = (_overflow(tensor, inputs) if nan else "") or nan or swapped or \
             (mistake.message if mistake else "" if generic else row.diagnosis) or \
             _another_array(tensor, s, inputs, reference) or (row.diagnosis if generic else "") or \
-            scale_pattern(s, r, _per_feature(inputs, r))
+            scale_pattern(s, r, _per_feature(inputs, r)) or _apart_from_shift(s, r, inputs)
     return messages
+
+
+def _apart_from_shift(s, r, inputs) -> str:
+    """The scale patterns once an added per-feature array (a beta, a bias b) is taken off both sides:
+    y = (something scaled wrongly) + beta."""
+    for name in _per_feature(inputs, r):
+        shift = np.asarray(inputs[name], np.float64)
+        try:
+            ss, rr = np.asarray(s, np.float64) - shift, np.asarray(r, np.float64) - shift
+        except ValueError:
+            continue
+        said = scale_pattern(ss, rr) or compare("", ss, rr).diagnosis
+        if said and "factor" in said:
+            return f"once `{name}` (added last) is taken off: {said}"
+    return ""
 
 
 def _per_feature(inputs, r) -> list:
