@@ -428,18 +428,21 @@ class Server:
 
 def describe(e: BaseException) -> dict:
     """The exception as the parent reads it: type, message, the place (the deepest frame outside
-    NumPy: the student's line that called it) and the shapes of that frame's arrays, a cache's
-    fields too ("cache.W"), so a shape error can be told in the docstring's symbols."""
-    tb, frame = e.__traceback__, None
+    NumPy: the student's line that called it, or the package's check it called) and the shapes of
+    that frame's arrays, a cache's fields too ("cache.W"), so a shape error can be told in the
+    docstring's symbols; the same for the deepest four such frames (the parent finds the
+    student's own line among them)."""
+    tb, frames = e.__traceback__, []
     while tb is not None:
         if "numpy" not in tb.tb_frame.f_code.co_filename.replace("\\", "/").split("/"):
-            frame, line = tb.tb_frame, tb.tb_lineno
+            frames.append((tb.tb_frame, tb.tb_lineno))
         tb = tb.tb_next
-    if frame is None:
+    if not frames:
         return {"type": type(e).__name__[:80], "message": str(e)[:500], "where": ""}
-    where = f"{frame.f_code.co_filename}:{line} in {frame.f_code.co_name}"
-    return {"type": type(e).__name__[:80], "message": str(e)[:500], "where": where[:300],
-            "shapes": _shapes(frame.f_locals)}
+    places = [(f"{f.f_code.co_filename}:{line} in {f.f_code.co_name}"[:300], _shapes(f.f_locals))
+              for f, line in frames[-4:]]                # the deepest four: the student's line among them
+    return {"type": type(e).__name__[:80], "message": str(e)[:500], "where": places[-1][0],
+            "shapes": places[-1][1], "frames": [[w, s] for w, s in places]}
 
 
 def _shapes(names: dict, at_most: int = 32) -> dict:

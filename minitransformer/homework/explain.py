@@ -165,15 +165,17 @@ def crash(assignment, failure, places=None, more: int = 0) -> str:
     """The student's line that raised, the exception told in the docstring's symbols, and what the
     call never delivered."""
     e = failure.error
-    spot = places.where(e.where) if places is not None else None
+    spot, shapes = _own_frame(e, places)
+    callee = e.where.rsplit(" in ", 1)[-1] if " in " in e.where else ""
     if spot is not None:
         head = f"{spot}: `{spot.text}` raised {e.type}" if spot.text else f"{spot} raised {e.type}"
+        if callee and callee != spot.function and places.where(e.where) is None:
+            head += f" (in the package's {callee}, which your line calls)"
     else:
-        function = e.where.rsplit(" in ", 1)[-1] if " in " in e.where else ""
-        head = f"{function or 'your code'} raised {e.type}"
+        head = f"{callee or 'your code'} raised {e.type}"
     from .places import scrub
     parts = [f"{head}: {scrub(str(e), places).strip()}"]
-    told = shape_error(str(e), spot.text if spot else "", e.shapes, _symbols(assignment, failure))
+    told = shape_error(str(e), spot.text if spot else "", shapes, _symbols(assignment, failure, shapes))
     if told:
         parts.append(told)
     grads = [t for t in failure.undelivered if t != "out"]
@@ -185,7 +187,21 @@ def crash(assignment, failure, places=None, more: int = 0) -> str:
     return _sentences(parts)
 
 
-def _symbols(assignment, failure) -> dict:
+def _own_frame(e, places) -> tuple:
+    """(the student's spot, that frame's shapes): the deepest frame in a staged body of theirs, else
+    the deepest frame outside NumPy (no spot)."""
+    if places is not None:
+        for where, shapes in reversed(getattr(e, "frames", []) or [(e.where, e.shapes)]):
+            spot = places.where(where)
+            if spot is not None:
+                return spot, shapes
+        spot = places.where(e.where)
+        if spot is not None:
+            return spot, e.shapes
+    return None, e.shapes
+
+
+def _symbols(assignment, failure, shapes=None) -> dict:
     """size -> the docstring's symbol for it, from the docstrings of the case's functions and the
     drawn shapes (inputs, upstream gradient, expected results)."""
     docs = ""
@@ -201,7 +217,7 @@ def _symbols(assignment, failure) -> dict:
     for name, dims in DOC_SHAPE.findall(docs):
         named.setdefault(name, [d.strip() for d in dims.split(",") if d.strip()])
     bound: dict = {}
-    for name, shape in {**failure.drawn, **failure.error.shapes}.items():
+    for name, shape in {**failure.drawn, **(failure.error.shapes if shapes is None else shapes)}.items():
         dims = named.get(name) or named.get(name.split(".")[-1])
         if dims is None:
             continue
