@@ -430,7 +430,7 @@ def describe(e: BaseException) -> dict:
     """The exception as the parent reads it: type, message, the place (the deepest frame outside
     NumPy: the student's line that called it, or the package's check it called) and the shapes of
     that frame's arrays, a cache's fields too ("cache.W"), so a shape error can be told in the
-    docstring's symbols; the same for the deepest four such frames (the parent finds the
+    docstring's symbols; the same for the deepest eight such frames (the parent finds the
     student's own line among them)."""
     tb, frames = e.__traceback__, []
     while tb is not None:
@@ -440,7 +440,7 @@ def describe(e: BaseException) -> dict:
     if not frames:
         return {"type": type(e).__name__[:80], "message": str(e)[:500], "where": ""}
     places = [(f"{f.f_code.co_filename}:{line} in {f.f_code.co_name}"[:300], _shapes(f.f_locals))
-              for f, line in frames[-4:]]                # the deepest four: the student's line among them
+              for f, line in frames[-8:]]                # the deepest eight: the student's line among them
     return {"type": type(e).__name__[:80], "message": str(e)[:500], "where": places[-1][0],
             "shapes": places[-1][1], "frames": [[w, s] for w, s in places]}
 

@@ -169,7 +169,7 @@ def crash(assignment, failure, places=None, more: int = 0) -> str:
     callee = e.where.rsplit(" in ", 1)[-1] if " in " in e.where else ""
     if spot is not None:
         head = f"{spot}: `{spot.text}` raised {e.type}" if spot.text else f"{spot} raised {e.type}"
-        if callee and callee != spot.function and places.where(e.where) is None:
+        if callee and callee not in (spot.function, "ask") and places.where(e.where) is None:   # ask: an answer
             head += f" (in the package's {callee}, which your line calls)"
     else:
         head = f"{callee or 'your code'} raised {e.type}"

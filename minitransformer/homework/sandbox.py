@@ -77,7 +77,7 @@ class StudentError(Exception):
         self.where = str(info.get("where", ""))[:300]
         self.shapes = _shapes(info.get("shapes"))
         frames = info.get("frames") if isinstance(info.get("frames"), list) else []
-        self.frames = [(str(f[0])[:300], _shapes(f[1])) for f in frames[-4:]
+        self.frames = [(str(f[0])[:300], _shapes(f[1])) for f in frames[-8:]
                        if isinstance(f, list) and len(f) == 2]     # (where, shapes), the deepest last
         super().__init__(str(info.get("message", ""))[:500])
 
