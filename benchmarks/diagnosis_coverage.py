@@ -19,7 +19,9 @@ student copy, the confined child, the graded cases, the diagnoses, the rubric) a
 submission holding the target files with the mutated body. Outcomes:
 
     equivalent           full marks: the change is not observable on the graded cases
-    raised               the code raised (the student sees the exception), or the child died
+    raised               the code raised (the student sees the exception), or the child died;
+                         ``raised-on-own-line`` counts those whose explanation names the student's
+                         own file and line
     caught-diagnosed     points lost, and a NOT OK row says why (a catalogue message or a
                          generic diagnosis; "returned None" and an exception do not count)
     caught-undiagnosed   points lost, no wrong row says why
@@ -39,6 +41,7 @@ import copy
 import json
 import os
 import random
+import re
 import shutil
 import sys
 import tempfile
@@ -282,6 +285,12 @@ def classify(result: dict) -> tuple:
     return "caught-undiagnosed", wrong[0] if wrong else None
 
 
+def on_own_line(result: dict) -> bool:
+    """The explanation of a raise names the student's own file and line (never a staging folder)."""
+    said = result.get("explanation", "")
+    return "mt-staged-" not in said and re.search(r"/minitransformer/[\w/]+\.py:\d+", said) is not None
+
+
 def grade_one(folder: Path, assignment, replaced: dict, limits: Limits) -> dict:
     try:
         return grade(_submission(folder, assignment, replaced), [assignment.id], limits=limits)[0].to_dict()
@@ -298,13 +307,14 @@ def run_assignment(a, per: int, seed: int, folder: Path, limits: Limits) -> dict
         src = control[t.module] or _module_path(t.module).read_text(encoding="utf-8")
         control[t.module] = with_body(src, t.qualname, unparsed_body(_find(ast.parse(src), t.qualname), src))
     control_result = grade_one(folder, a, control, limits)
-    counts = {k: 0 for k in ("equivalent", "raised", "caught-diagnosed", "caught-undiagnosed")}
+    counts = {k: 0 for k in ("equivalent", "raised", "caught-diagnosed", "caught-undiagnosed", "raised-on-own-line")}
     undiagnosed, diagnosed, raised = [], [], []      # the mutants of each outcome
     for i, m in enumerate(chosen):
         module = m["target"].split(":")[0]
         result = grade_one(folder, a, {module: m["source"]}, limits)
         outcome, row = classify(result)
         counts[outcome] += 1
+        counts["raised-on-own-line"] += outcome == "raised" and on_own_line(result)
         print(f"  {a.id} {i + 1}/{len(chosen)} {outcome:19s} {m['description']}", file=sys.stderr, flush=True)
         entry = {"function": m["function"], "mutation": m["description"]}
         if outcome == "caught-undiagnosed":
@@ -348,7 +358,7 @@ def main(argv=None) -> int:
         for a in assignments:
             print(f"{a.id}: grading mutants ...", file=sys.stderr, flush=True)
             rows.append(run_assignment(get(a.id), args.per_assignment, args.seed, Path(tmp) / "sub", limits))
-    keys = ("equivalent", "raised", "caught-diagnosed", "caught-undiagnosed")
+    keys = ("equivalent", "raised", "caught-diagnosed", "caught-undiagnosed", "raised-on-own-line")
     total = {k: sum(r[k] for r in rows) for k in keys}
     caught = total["caught-diagnosed"] + total["caught-undiagnosed"]
     total["diagnosed_share"] = round(total["caught-diagnosed"] / caught, 3) if caught else None

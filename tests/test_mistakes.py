@@ -200,6 +200,8 @@ def log_softmax_bwd(kind):
             return dz - x_soft * dz
         if kind == "const":
             return dz.copy()
+        if kind == "p-alone":
+            return dz - x_soft                                      # the Σ dz factor dropped with the sum
         return dz + x_soft * dz.sum(-1, keepdims=True)
     return backward
 
@@ -248,7 +250,8 @@ def ce_backward(kind):
             d = d * cache.keep[:, None]
         if kind != "no-upstream":
             d = d * float(dloss)
-        return (d / max(cache.n_kept, 1)).reshape(cache.logits_shape)
+        n = 1 if kind == "not-divided" else max(cache.n_kept, 1)      # the mean's 1/N_kept left out
+        return (d / n).reshape(cache.logits_shape)
     return backward
 
 
@@ -325,6 +328,8 @@ def rmsnorm_bwd(kind):
         dxhat = dy if kind == "no-gamma" else dy * gamma
         sign = 1 if kind == "plus" else -1                        # the σ term written with a +
         dx = dxhat * rstd if kind == "const" else rstd * (dxhat + sign * xhat * (dxhat * xhat).mean(-1, keepdims=True))
+        if kind == "sum":                                          # a sum over the C features, no 1/C
+            dx = rstd * (dxhat - xhat * (dxhat * xhat).sum(-1, keepdims=True))
         rows = dy.reshape(-1, dy.shape[-1])
         x = xhat / rstd
         used = x if kind == "dgamma-x" else xhat
@@ -340,6 +345,35 @@ def embedding_fancy(dout, cache):
     return dW
 
 
+def embedding_sorted_unsorted_dout(dout, cache):
+    """The sorted scatter with np.add.reduceat over dout's rows as given, not dout[order]."""
+    ids = cache.ids.reshape(-1)
+    rows = dout.reshape(-1, dout.shape[-1])
+    order = np.argsort(ids)
+    sorted_ids = ids[order]
+    starts = np.flatnonzero(np.r_[True, sorted_ids[1:] != sorted_ids[:-1]])
+    dW = np.zeros((cache.vocab_size, rows.shape[1]))
+    dW[sorted_ids[starts]] = np.add.reduceat(rows, starts, axis=0)
+    return dW
+
+
+def attention_mask_after_softmax():
+    """The softmax over every key, then the hidden probabilities zeroed (rows not renormalised)."""
+    def forward(q, k, v, mask=None, bias=None, *, p_drop=0.0, drop_mask=None):
+        c = 1 / np.sqrt(q.shape[-1])
+        s = q @ k.swapaxes(-1, -2) * c + (0 if bias is None else bias)
+        e = np.exp(s - s.max(-1, keepdims=True))
+        P = e / e.sum(-1, keepdims=True)
+        keep = np.ones_like(P) if mask is None else np.broadcast_to(mask, P.shape).astype(float)
+        return (P * keep) @ v, (q, k, v, P, keep, c)
+    def backward(dout, cache):
+        q, k, v, P, keep, c = cache
+        dP = dout @ v.swapaxes(-1, -2) * keep
+        dS = P * (dP - (dP * P).sum(-1, keepdims=True))
+        return dS @ k * c, dS.swapaxes(-1, -2) @ q * c, (P * keep).swapaxes(-1, -2) @ dout
+    return forward, backward
+
+
 def dropout_pair(kind):
     def forward(x, p_drop, rng=None, training=True, mask=None):
         if kind == "eval-drops" or mask is None:
@@ -347,7 +381,7 @@ def dropout_pair(kind):
         if kind == "own-mask":
             mask = np.random.default_rng(7).random(x.shape) >= p_drop
         keep = ~mask if kind == "inverted" else mask
-        scale = {"no-scale": 1.0, "times-keep": 1 - p_drop}.get(kind, 1 / (1 - p_drop))
+        scale = {"no-scale": 1.0, "times-keep": 1 - p_drop, "one-over-p": 1 / p_drop}.get(kind, 1 / (1 - p_drop))
         return x * keep * scale, (keep, scale)
     def backward(dy, cache):
         keep, scale = cache
@@ -361,6 +395,8 @@ def dropout_bwd(kind):
             return dy * cache.scale
         if kind == "unscaled":
             return dy * cache.mask
+        if kind == "one-over-p":
+            return dy * cache.mask / (1 - 1 / cache.scale)           # divided by p_drop
         return cache.mask * cache.scale
     return backward
 
@@ -599,7 +635,11 @@ def mha_backward(kind):
             dq, dk = RO.rope_backward(dq, rope), RO.rope_backward(dk, rope)
         if kind == "q-only":
             dk, dv = 0 * dk, 0 * dv
+        if kind == "no-k":
+            dk = np.zeros_like(dk)                                   # the key path left out
         merged = merge_heads(dk, dq, dv) if kind == "k-q-v" else merge_heads(dq, dk, dv)
+        if kind == "reshape-merge":                                  # no transpose before the reshape
+            merged = np.concatenate([dq, dk, dv], axis=1).reshape(dq.shape[0], dq.shape[2], -1)
         dx, dW, db = linear_backward(merged, proj)
         self.grads["W_qkv"] += dW
         self.grads["b_qkv"] += db
@@ -727,6 +767,8 @@ PLANTED = {
                               *student_cross_entropy(spread="V-1")),
     "ce-mean-over-all-targets": ("cross_entropy: ignored targets, no smoothing", "out",
                                  *student_cross_entropy(mean_over="all")),
+    "ce-backward-not-divided": ("cross_entropy: ignored targets, no smoothing", "dlogits", None,
+                                ce_backward("not-divided")),
     "ce-sum-not-mean": ("cross_entropy: ignored targets, no smoothing", "out", *student_cross_entropy(mean_over="sum")),
     "ce-smoothing-ignored": ("cross_entropy: label smoothing 0.1 and ignored targets", "out",
                              *student_cross_entropy(use_smoothing=False)),
@@ -761,6 +803,13 @@ PLANTED = {
     "rmsnorm-dx-no-gamma": ("rmsnorm: x (B, T, C)", "dx", None, rmsnorm_bwd("no-gamma")),
     "rmsnorm-dgamma-x": ("rmsnorm: x (B, T, C)", "dgamma", None, rmsnorm_bwd("dgamma-x")),
     "embedding-fancy-index-add": ("embedding: repeated ids (their gradients add up)", "dW", None, embedding_fancy),
+    "log_softmax-sum-dropped": ("log_softmax: rows of x (B, T, V)", "dx", None, log_softmax_bwd("p-alone")),
+    "rmsnorm-sum-not-mean": ("rmsnorm: x (B, T, C)", "dx", None, rmsnorm_bwd("sum")),
+    "embedding-sorted-scatter-unsorted-dout": ("embedding: a vocabulary above 128 (the sorted scatter)", "dW", None,
+                                               embedding_sorted_unsorted_dout),
+    "dropout-scaled-by-one-over-p": ("dropout: training with a given keep-mask", "out", *dropout_pair("one-over-p")),
+    "dropout-backward-one-over-p": ("dropout: training with a given keep-mask", "dx", None, dropout_bwd("one-over-p")),
+    "attention-mask-after-softmax": ("attention: masked keys", "out", *attention_mask_after_softmax()),
     "dropout-no-scaling": ("dropout: training with a given keep-mask", "out", *dropout_pair("no-scale")),
     "dropout-scaled-by-keep-probability": ("dropout: training with a given keep-mask", "out",
                                            *dropout_pair("times-keep")),
@@ -831,6 +880,8 @@ MODULE_PLANTED = {
     "mha-rope-not-undone": ("mha: RoPE, interleaved", "dx", mha_backward("no-rope")),
     "mha-rope-wrong-way": ("mha: RoPE, half-split layout, scale 2", "dx", mha_backward("rope-forward")),
     "mha-query-path-only": ("mha: causal self-attention", "dx", mha_backward("q-only")),
+    "mha-key-path-dropped": ("mha: causal self-attention", "dx", mha_backward("no-k")),
+    "mha-heads-merged-by-reshape": ("mha: causal self-attention", "dx", mha_backward("reshape-merge")),
     "mha-kv-gradient-missing": ("mha: cross-attention (dmemory, W_kv)", "dW_kv", mha_backward("no-kv")),
     "mha-merge-order": ("mha: causal self-attention", "dx", mha_backward("k-q-v")),
     "mha-gradient-never-accumulated": ("mha: causal self-attention", "dW_o", mha_backward("no-W_o")),
@@ -850,8 +901,24 @@ MODULE_PLANTED = {
 
 def test_every_catalogue_entry_has_a_planted_bug():
     names = {m.name for m in catalogue()}
-    assert names == set(PLANTED) | set(MODULE_PLANTED)
+    assert names == set(PLANTED) | set(MODULE_PLANTED) | SQUARE_ONLY
     assert len(names) == len(catalogue())                     # names are unique
+
+
+SQUARE_ONLY = {"attention-dv-not-transposed"}        # T = S only: otherwise the shapes do not fit, it raises
+
+
+def test_dv_without_the_transpose_is_named_where_the_shapes_fit():
+    forward, backward = student_attention()
+    def dv_not_transposed(dout, cache):
+        dq, dk, _ = backward(dout, cache)
+        q, K, Vv, P, MB, c, bias_shape = cache
+        return dq, dk, (P * MB) @ dout                       # P̃ dout: P̃ᵀ dout belongs
+    graded = by_name("attention: masked keys")
+    square = [s for s in range(40) if (lambda c: c.inputs["q"].shape[2] == c.inputs["k"].shape[2])(
+        graded.draw(np.random.default_rng([3, s])))][:2]
+    _assert_named(_diagnoses("attention: masked keys", forward, dv_not_transposed, seeds=square), "dv",
+                  "attention-dv-not-transposed")
 
 
 def _assert_named(results, tensor, name):

@@ -427,10 +427,39 @@ class Server:
 
 
 def describe(e: BaseException) -> dict:
-    import traceback
-    frames = traceback.extract_tb(e.__traceback__)
-    where = f"{frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if frames else ""
-    return {"type": type(e).__name__[:80], "message": str(e)[:500], "where": where[:300]}
+    """The exception as the parent reads it: type, message, the place (the deepest frame outside
+    NumPy: the student's line that called it, or the package's check it called) and the shapes of
+    that frame's arrays, a cache's fields too ("cache.W"), so a shape error can be told in the
+    docstring's symbols; the same for the deepest eight such frames (the parent finds the
+    student's own line among them)."""
+    tb, frames = e.__traceback__, []
+    while tb is not None:
+        if "numpy" not in tb.tb_frame.f_code.co_filename.replace("\\", "/").split("/"):
+            frames.append((tb.tb_frame, tb.tb_lineno))
+        tb = tb.tb_next
+    if not frames:
+        return {"type": type(e).__name__[:80], "message": str(e)[:500], "where": ""}
+    places = [(f"{f.f_code.co_filename}:{line} in {f.f_code.co_name}"[:300], _shapes(f.f_locals))
+              for f, line in frames[-8:]]                # the deepest eight: the student's line among them
+    return {"type": type(e).__name__[:80], "message": str(e)[:500], "where": places[-1][0],
+            "shapes": places[-1][1], "frames": [[w, s] for w, s in places]}
+
+
+def _shapes(names: dict, at_most: int = 32) -> dict:
+    """{name: shape} of the arrays among ``names`` and one level into a NamedTuple or an object's
+    attributes ("cache.W"); at most ``at_most``, shapes only."""
+    import numpy
+    found: dict = {}
+    for name, value in list(names.items())[:64]:
+        if isinstance(value, numpy.ndarray):
+            found[name] = list(value.shape)
+        elif isinstance(value, tuple) and hasattr(value, "_fields"):
+            for field, item in zip(value._fields, value):
+                if isinstance(item, numpy.ndarray):
+                    found[f"{name}.{field}"] = list(item.shape)
+        if len(found) >= at_most:
+            break
+    return {k[:60]: v[:8] for k, v in list(found.items())[:at_most]}
 
 
 def main(config: dict) -> None:

@@ -9,8 +9,9 @@ error, relative error, OK / NOT OK, and a diagnosis. The diagnoses, tried in ord
     NaN / inf present
     transposed            student ≈ ref.T (2-D) or ref.swapaxes(-1, -2)
     off by a factor c     c = <s, r> / <r, r>; 2, 1/2, -1 (wrong sign), and the factors the
-                          drawer names (1/√D with D = 8, N_kept/N, ...); a scalar that means
-                          nothing (0.999) is not called a factor: no diagnosis from here
+                          drawer names (1/√D with D = 8, N_kept/N, ...); any other c, in any
+                          assignment: "every entry is c times the expected value" with the usual
+                          slips; a scalar within 2% of 1 (0.999) is not called a factor
     summed over an axis   student constant along an axis where ref is not, and ≈ its sum/mean
     masked positions      correct except where the drawer marks masked / ignored entries
 
@@ -22,6 +23,7 @@ parameter).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -31,6 +33,7 @@ import numpy as np
 # reads it from here.
 TOLERANCE = {"float64": 1e-7, "float32": 1e-4}
 TOL = TOLERANCE["float64"]
+GENERIC_FACTOR = "every entry is c = "       # the constant-factor rule's words: homework/mistakes.py tries it last
 
 
 def tolerance(dtype) -> float:
@@ -142,6 +145,8 @@ def _factor(s, r, factors) -> str:
     rr = float(np.sum(r * r))
     if rr == 0.0:
         return ""
+    if r.size < 2:
+        return ""                          # one number is c times any other: a factor says nothing
     c = float(np.sum(s * r)) / rr
     if not _close(s, c * r, 1e-6):
         return ""
@@ -152,7 +157,18 @@ def _factor(s, r, factors) -> str:
     for label, (value, hint) in known.items():
         if value and abs(c / value - 1) < 1e-6:
             return f"off by a factor {c:.3g} (≈ {label}{': ' + hint if hint else ''})"
-    return ""                              # a scale that means nothing explains nothing
+    return constant_factor(c)
+
+
+def constant_factor(c: float) -> str:
+    """Every entry c times the expected one, c far from 1 (a 0.999 is a rounding, not a slip: "")."""
+    if not (abs(c - 1) > 0.02 and abs(c) > 1e-3):
+        return ""                          # a scale that means nothing explains nothing
+    ratio = Fraction(c).limit_denominator(12)
+    exact = f" = {ratio}" if ratio.denominator > 1 and abs(float(ratio) / c - 1) < 1e-6 else ""
+    return (f"{GENERIC_FACTOR}{c:.4g}{exact} times the expected value: one constant factor is off (the "
+            "usual slips: a scale such as 1/(1 - p), 1/√D or 1/N left out, inverted or applied twice, a 2 "
+            "from a square's derivative, a sign)")
 
 
 def _summed_axis(s, r) -> str:
@@ -167,22 +183,25 @@ def _summed_axis(s, r) -> str:
     return ""
 
 
-def scale_pattern(s, r) -> str:
+def scale_pattern(s, r, per_feature_names=()) -> str:
     """A factor per row (constant along the last axis) or per feature (the same in every row), when
-    the student's array is the reference scaled so, and not by one scalar; else ""."""
+    the student's array is the reference scaled so, and not by one scalar; else "". The words are the
+    call's own: ``per_feature_names``, the call's arrays of one value per feature (a gamma, a bias),
+    are named where there are some, and no other assignment's are borrowed."""
     s, r = np.asarray(s, np.float64), np.asarray(r, np.float64)
     if s.shape != r.shape or r.ndim < 2 or r.shape[-1] < 2 or r[..., 0].size < 2 or not np.all(np.isfinite(s)):
         return ""
     rows_s, rows_r = s.reshape(-1, r.shape[-1]), r.reshape(-1, r.shape[-1])
     per_row = _scaled(rows_s, rows_r, axis=1)
     if per_row is not None:
-        return ("off by a factor that is constant along the last axis but differs from row to row: a "
-                "per-row scale (a normaliser like 1/σ or 1/rms, a row's sum or count) is missing, extra, "
+        return ("off by a factor that is constant along the last axis but differs from row to row: "
+                "something computed once per row (a normaliser, a row's sum or count) is missing, extra, "
                 "or reduced over the wrong axis")
     per_feature = _scaled(rows_s, rows_r, axis=0)
     if per_feature is not None:
-        return ("off by a factor per feature (last axis) that is the same in every row: a per-feature "
-                "parameter (gamma, a scale vector) is missing, extra or wrong")
+        named = f" ({', '.join(f'`{n}`' for n in per_feature_names)})" if per_feature_names else ""
+        return ("off by a factor per feature (last axis) that is the same in every row: something applied "
+                f"per feature{named} is missing, extra or wrong")
     return ""
 
 

@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import inspect
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..gradcheck import check_module, check_pair
 from .diagnose import Row, compare
+from .explain import explain
 from .graded import REFERENCE, Case, input_gradients, module_arguments, resolve, tolerance
 from .mistakes import dtype_message, mutation_message
 from .registry import get
@@ -45,6 +46,18 @@ from .sandbox import ChildGone, StudentError
 RAISED, DTYPE, PARAMS = "raised", "dtype", "d(parameters)"
 NOT_PARAMETERS = ("out", "dx", "dmemory", RAISED, DTYPE, UNCHANGED)
 NAN = float("nan")
+
+
+@dataclass
+class Failure:
+    """A case whose student call raised: the case, the exception, the tensors the call never
+    delivered (and whether it delivered any), the drawn shapes by name (inputs, upstream gradient,
+    expected results) for homework/explain.py."""
+    case: str
+    error: StudentError
+    undelivered: list = field(default_factory=list)
+    delivered: bool = False
+    drawn: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -122,7 +135,7 @@ class Tally:
         self.rows: dict = {}            # (case name, tensor) -> Row
         self.numerical: dict = {}
         self.outcomes: dict = {}        # (case name, tensor) -> bool, for the rubric
-        self.errors: list = []          # (case name, StudentError)
+        self.errors: list = []          # Failure, one per case that raised
 
     def add(self, case, tensor, row: Row, *, scored: bool = True, into=None) -> None:
         rows = self.rows if into is None else into
@@ -200,10 +213,12 @@ def _upstream_name(graded) -> str:
         return "dout"
 
 
-def error_text(e: StudentError) -> str:
+def error_text(e: StudentError, places=None) -> str:
+    """The exception as a row shows it; a staged path written as the student's (homework/places.py)."""
+    from .places import scrub
     if e.type == "NotImplementedError":
-        return f"not implemented: {e}"
-    return f"exception: {e.type}: {e}" + (f" (at {e.where})" if e.where else "")
+        return f"not implemented: {scrub(str(e), places)}"
+    return f"exception: {e.type}: {scrub(str(e), places)}" + (f" (at {scrub(e.where, places)})" if e.where else "")
 
 
 # ------------------------------------------------------------------ the numerical check
@@ -263,7 +278,17 @@ def _runs_numerical(graded) -> bool:
 
 
 # ------------------------------------------------------------------ one case, one assignment
-def grade_case(tally, graded, index, student, reference, seed, examples) -> None:
+def _drawn_shapes(graded, drawn) -> dict:
+    """The drawn arrays' shapes by the names the docstrings use: inputs, the upstream gradient (by
+    the backward's parameter name), the expected results."""
+    shapes = {k: tuple(np.shape(v)) for k, v in drawn.case.inputs.items()}
+    shapes.update({k: tuple(np.shape(v)) for k, v in drawn.expected.items() if v is not None})
+    if drawn.upstream is not None:
+        shapes[_upstream_name(graded)] = tuple(np.shape(drawn.upstream))
+    return shapes
+
+
+def grade_case(tally, graded, index, student, reference, seed, examples, places=None) -> None:
     """Every example of one graded case into ``tally``; the first exception ends the case."""
     for e in range(examples if reference.examples is None else min(examples, reference.examples)):
         drawn = reference.case(graded, index, e, seed)
@@ -281,10 +306,12 @@ def grade_case(tally, graded, index, student, reference, seed, examples) -> None
                    lambda student: reference.diagnose(graded, index, e, drawn, student))
             _unchanged(tally, graded, case, afters, g if error is None else None, g_after)
         if error is not None:
-            for tensor in _unjudged(ref, results):       # an exception is no pass: right on an earlier
+            undelivered = _unjudged(ref, results)
+            for tensor in undelivered:                   # an exception is no pass: right on an earlier
                 tally.outcomes[(graded.name, tensor)] = False     # example is not right on this one
-            tally.errors.append((graded.name, error))
-            tally.add(graded.name, RAISED, Row(graded.name, "-", NAN, NAN, False, error_text(error)))
+            tally.errors.append(Failure(graded.name, error, undelivered, results is not None,
+                                        _drawn_shapes(graded, drawn)))
+            tally.add(graded.name, RAISED, Row(graded.name, "-", NAN, NAN, False, error_text(error, places)))
             return
         if e == 0 and _runs_numerical(graded):
             _numerical(tally, graded, case, student, module, seed)
@@ -295,11 +322,12 @@ def _unjudged(ref: dict, results) -> list:
     return [t for t, r in ref.items() if r is not None and (results is None or t not in results)]
 
 
-def run(assignment_id: str, student, *, seed: int = 0, examples: int = 3, reference=None) -> Result:
+def run(assignment_id: str, student, *, seed: int = 0, examples: int = 3, reference=None, places=None) -> Result:
     """The Result of one assignment: its rows, the rubric's marks, the score and the status.
 
     The sandbox's own failures (a timeout, a dead process: sandbox.ChildGone) propagate to
-    the grader; an exception of the student's code costs the case it happened in.
+    the grader; an exception of the student's code costs the case it happened in. ``places``
+    (homework/places.py): where the staged bodies are in the student's files, for the explanation.
     """
     assignment = get(assignment_id)
     if reference is None:
@@ -308,26 +336,40 @@ def run(assignment_id: str, student, *, seed: int = 0, examples: int = 3, refere
     tally = Tally()
     for index, graded in enumerate(assignment.cases):
         try:
-            grade_case(tally, graded, index, student, reference, seed, examples)
+            grade_case(tally, graded, index, student, reference, seed, examples, places)
         except ChildGone:
             raise
         except StudentError as e:             # raised outside the student's call (a Module's params)
-            tally.errors.append((graded.name, e))
-            tally.add(graded.name, RAISED, Row(graded.name, "-", NAN, NAN, False, error_text(e)))
+            tally.errors.append(Failure(graded.name, e))
+            tally.add(graded.name, RAISED, Row(graded.name, "-", NAN, NAN, False, error_text(e, places)))
     earned, marks = score(assignment_id, tally.outcomes)
-    return _result(assignment, tally, earned, marks)
+    return _result(assignment, tally, earned, marks, places)
 
 
-def _result(assignment, tally, earned, marks) -> Result:
-    errors = [e for _, e in tally.errors]
+def _result(assignment, tally, earned, marks, places=None) -> Result:
+    errors = [f.error for f in tally.errors]
     if len(errors) == len(assignment.cases) and all(e.type == "NotImplementedError" for e in errors):
-        return Result(assignment.id, assignment.points, 0.0, NOT_IMPLEMENTED, error_text(errors[0]), rubric=marks)
+        return Result(assignment.id, assignment.points, 0.0, NOT_IMPLEMENTED, error_text(errors[0], places),
+                      rubric=marks)
     status = OK if all(m.passed for m in marks) else EXCEPTION if errors else FAIL
-    message = error_text(errors[0]) + (f" (and {len(errors) - 1} more case(s) raised)" if len(errors) > 1
-                                       else "") if errors else ""
+    message = error_text(errors[0], places) + (f" (and {len(errors) - 1} more case(s) raised)" if len(errors) > 1
+                                               else "") if errors else ""
     modules = {g.name for g in assignment.cases if g.check.checker == "module"}
+    _not_guessed(assignment, tally.rows)
     rows = _collapse_parameters(tally.rows, modules) + list(tally.numerical.values())
-    return Result(assignment.id, assignment.points, earned, status, message, rows, marks)
+    explanation = "" if status == OK else explain(assignment, tally.rows, tally.errors, places)
+    return Result(assignment.id, assignment.points, earned, status, message, rows, marks, explanation=explanation)
+
+
+def _not_guessed(assignment, rows: dict) -> None:
+    """A pair's gradients are not diagnosed in a case whose forward (a target) is wrong: the
+    backward ran on the student's own cache, so a guess at it would blame the wrong line."""
+    pairs = {g.name for g in assignment.cases if g.check.checker == "pair"
+             and any(str(t) == g.check.forward for t in assignment.targets)}
+    wrong = {case for (case, tensor), row in rows.items() if tensor == "out" and not row.ok and case in pairs}
+    for (case, tensor), row in rows.items():
+        if case in wrong and tensor not in ("out", RAISED, DTYPE, UNCHANGED) and not row.ok:
+            row.diagnosis = ""
 
 
 def _collapse_parameters(rows: dict, module_cases: set) -> list:

@@ -41,6 +41,7 @@ from .expected import Stored, copy_assignments, in_student_copy
 from .graded import REFERENCE
 from .local import handed_out, plan, walls_line, where_in_copy
 from .needs import Answers
+from .places import Places
 from .registry import grading_order, needed, select
 from .result import CRASHED, NOT_GRADED, TIMEOUT, Result
 from .sandbox import ChildGone, Limits, Sandbox, Unconfined
@@ -105,9 +106,10 @@ class NotGraded(Exception):
 
 
 def _grade_one(a, sandbox, copy_dir, limits, seed, examples, reference, required, budget_end,
-               walls=None) -> tuple:
+               walls=None, places=None) -> tuple:
     """(result, the sandbox to go on with) of one assignment; ``walls`` (a dict) receives the walls the
-    student's process stood behind (a local check says them)."""
+    student's process stood behind (a local check says them); ``places``: where the staged bodies are
+    in the student's files (homework/places.py)."""
     start = time.monotonic()
     try:
         if start >= budget_end:
@@ -118,7 +120,7 @@ def _grade_one(a, sandbox, copy_dir, limits, seed, examples, reference, required
             walls.update(sandbox.walls)
         sandbox.deadline = min(start + limits.timeout, budget_end)
         _needs(sandbox, a, local=walls is not None)
-        result = run(a.id, sandbox, seed=seed, examples=examples, reference=reference)
+        result = run(a.id, sandbox, seed=seed, examples=examples, reference=reference, places=places)
         result.seconds = time.monotonic() - start
         return result, sandbox
     except NotGraded as e:
@@ -147,10 +149,11 @@ def _start(copy_dir, limits, required) -> Sandbox:
 
 
 def grade_staged(copy_dir, assignments, *, limits: Limits = Limits(), seed: int = 0, examples: int = 3,
-                 progress=None, required: bool = True, where=None) -> list:
+                 progress=None, required: bool = True, where=None, places=None) -> list:
     """Results of ``assignments`` on a staged copy, in grading order. ``required``: the child must
     stand behind every wall (an assignment is not graded otherwise); ``where``: rewrites a place in
-    the staged copy in a message (a local check: the student's file and line, local.where_in_copy)."""
+    the staged copy in a message (a local check: the student's file and line, local.where_in_copy);
+    ``places``: where the staged bodies are in the student's files (homework/places.py)."""
     results, sandbox, reference = [], None, local_reference()
     walls = {} if reference is not None else None
     budget_end = time.monotonic() + limits.budget
@@ -160,7 +163,7 @@ def grade_staged(copy_dir, assignments, *, limits: Limits = Limits(), seed: int 
                 result = _not_stored(a)
             else:
                 result, sandbox = _grade_one(a, sandbox, copy_dir, limits, seed, examples, reference, required,
-                                             budget_end, walls)
+                                             budget_end, walls, places)
                 if walls:
                     result.confinement = "local check: " + walls_line(walls)
                 if where is not None:
@@ -186,12 +189,13 @@ def grade(submission, ids=(), *, limits: Limits = Limits(), seed: int = 0, examp
     if lacking and not (unconfined or local):
         raise Unconfined(refusal(lacking))
     try:
+        places = Places(submission)
         if local:                           # staged as the grader stages: homework/local.py
             theirs, as_handed_out = plan(assignments)
-            copy_dir, ignored = stage(submission, theirs, listed=False,
+            copy_dir, ignored = stage(submission, theirs, places, listed=False,
                                       handed_out_bodies=as_handed_out if handed_out() is not None else ())
         else:
-            copy_dir, ignored = stage(submission, assignments)
+            copy_dir, ignored = stage(submission, assignments, places)
     except (OSError, RecursionError, MemoryError) as e:
         reason = f"the submission could not be staged ({getattr(e, 'strerror', None) or type(e).__name__})"
         return [not_graded(a, reason) for a in assignments]
@@ -204,7 +208,8 @@ def grade(submission, ids=(), *, limits: Limits = Limits(), seed: int = 0, examp
     try:
         where = where_in_copy(copy_dir, submission, theirs) if local else None
         results = grade_staged(copy_dir, assignments, limits=limits, seed=seed, examples=examples,
-                               progress=progress, required=not (local or lacking), where=where)
+                               progress=progress, required=not (local or lacking), where=where,
+                               places=places)
     finally:
         shutil.rmtree(copy_dir, ignore_errors=True)
     if lacking and not local:

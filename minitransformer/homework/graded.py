@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import importlib
 import traceback
+from pathlib import Path
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -235,6 +236,6 @@ def _student(fn, args, kwargs):
     try:
         return fn(*args, **kwargs)
     except Exception as e:                   # noqa: BLE001 - the student's code: its result
-        frames = traceback.extract_tb(e.__traceback__)
+        frames = [f for f in traceback.extract_tb(e.__traceback__) if "numpy" not in Path(f.filename).parts]
         where = f"{frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if frames else ""
         raise StudentError({"type": type(e).__name__, "message": str(e), "where": where}) from None

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .diagnose import compare, errors, scale_pattern, tolerance
+from .diagnose import GENERIC_FACTOR, compare, errors, scale_pattern, tolerance
 
 
 def catalogue() -> tuple:
@@ -174,9 +174,46 @@ def diagnose_all(assignment_id, inputs, student: dict, reference: dict, *, funct
         swapped = _swapped(tensor, student, reference, inputs)
         mistake = None if swapped else recognise(assignment_id, tensor, inputs, s, r, function=function,
                                                   cache=cache, others=others)
-        messages[tensor] = nan or swapped or (mistake.message if mistake else row.diagnosis) or \
-            _another_array(tensor, s, inputs, reference) or scale_pattern(s, r)
+        generic = row.diagnosis.startswith(GENERIC_FACTOR)      # tried after another array's count
+        messages[tensor] = (_overflow(tensor, inputs) if nan else "") or nan or swapped or \
+            (mistake.message if mistake else "" if generic else row.diagnosis) or \
+            _another_array(tensor, s, inputs, reference) or (row.diagnosis if generic else "") or \
+            scale_pattern(s, r, _per_feature(inputs, r)) or _apart_from_shift(s, r, inputs)
     return messages
+
+
+def _apart_from_shift(s, r, inputs) -> str:
+    """The scale patterns once an added per-feature array (a beta, a bias b) is taken off both sides:
+    y = (something scaled wrongly) + beta."""
+    for name in _per_feature(inputs, r):
+        shift = np.asarray(inputs[name], np.float64)
+        try:
+            ss, rr = np.asarray(s, np.float64) - shift, np.asarray(r, np.float64) - shift
+        except ValueError:
+            continue
+        said = scale_pattern(ss, rr) or compare("", ss, rr).diagnosis
+        if said and "factor" in said:
+            return f"once `{name}` (added last) is taken off: {said}"
+    return ""
+
+
+def _per_feature(inputs, r) -> list:
+    """The call's arrays of one value per feature (1-D, the last axis's size): a gamma, a bias."""
+    r = np.asarray(r)
+    return [k for k, v in inputs.items() if k != "upstream" and isinstance(v, np.ndarray) and v.ndim == 1
+            and r.ndim >= 2 and v.shape[0] == r.shape[-1] and v.dtype.kind == "f"]
+
+
+def _overflow(tensor, inputs) -> str:
+    """NaN/inf where the expected values are finite, on inputs large enough for exp to overflow
+    (exp(x) is inf past x = 709.78, and inf/inf is NaN): the max shift is missing."""
+    big = [float(np.max(np.abs(v[np.isfinite(v)]))) for k, v in _float_arrays(inputs).items()
+           if k != "upstream" and np.any(np.isfinite(v))]
+    if not big or max(big) < 700:
+        return ""
+    return (f"NaN/inf in {tensor} where the expected values are finite, on inputs as large as {max(big):.0f}: "
+            "exp overflows past 709 (inf/inf is NaN); subtract the row max before exp: softmax(x) = "
+            "softmax(x - max x), every exponent then <= 0")
 
 
 # ------------------------------------------------------------------ a wrong tensor that is another array

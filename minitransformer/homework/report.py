@@ -1,7 +1,9 @@
 """What the grader prints, and the Gradescope autograder results.json, from typed results.
 
-Each assignment's ``result.Result`` is printed by ``format_result``: the score and the
-status, the tolerance (diagnose.TOLERANCE), one row per case and tensor, the rubric's marks.
+Each assignment's ``result.Result`` is printed by ``format_result``, one screen: the score and
+the status, the one explanation (homework/explain.py: root cause first; the exception's
+message where there is none), then the tolerance (diagnose.TOLERANCE), one row per case and
+tensor (each wrong one with its own diagnosis), the rubric's marks.
 An assignment whose grade could not be computed has the score None ("not graded", with
 its reason): the total is then None too (a JSON null: Gradescope reports the run as
 failed, for the instructor to re-run, rather than a 0). A result graded without the
@@ -39,11 +41,14 @@ HEADER = header()
 
 
 def format_result(result) -> str:
-    """One assignment (a result.Result): its score, the tolerance, a header, one line per tensor (each
-    wrong one with its diagnosis), then the rubric's checks."""
+    """One assignment (a result.Result): its score, the explanation, the tolerance, a header, one line
+    per tensor (each wrong one with its diagnosis), then the rubric's checks."""
     score = "-" if result.score is None else f"{result.score:g}"
     lines = [f"== {result.id}: {score}/{result.max_score:g} ({result.status})"]
-    if result.message:
+    explanation = getattr(result, "explanation", "")
+    if explanation:
+        lines.append(f"   WHAT TO FIX: {printable(explanation)}")
+    elif result.message:
         lines.append(f"   {printable(result.message)}")
     if result.confinement:
         lines.append(f"   {printable(result.confinement)}")

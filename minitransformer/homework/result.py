@@ -2,7 +2,7 @@
 
     Result     one assignment of one submission: its score (None: not graded), its status, the
                message, the table's rows (diagnose.Row), the rubric's marks, the seconds it took,
-               how it was confined
+               how it was confined, the one explanation a student reads first
     Mark       one check of the rubric: its name, its points, passed or not
     STATUSES   what a status may be
 
@@ -44,6 +44,7 @@ class Result:
     rubric: list = field(default_factory=list)    # Mark: one per check of the rubric
     seconds: float | None = None
     confinement: str = ""          # "graded unconfined: no ..." where a wall was missing
+    explanation: str = ""          # the one explanation, root cause first (homework/explain.py)
 
     def __post_init__(self):
         if self.status not in STATUSES:

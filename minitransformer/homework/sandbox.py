@@ -75,7 +75,24 @@ class StudentError(Exception):
     def __init__(self, info: dict):
         self.type = str(info.get("type", "Exception"))[:80]
         self.where = str(info.get("where", ""))[:300]
+        self.shapes = _shapes(info.get("shapes"))
+        frames = info.get("frames") if isinstance(info.get("frames"), list) else []
+        self.frames = [(str(f[0])[:300], _shapes(f[1])) for f in frames[-8:]
+                       if isinstance(f, list) and len(f) == 2]     # (where, shapes), the deepest last
         super().__init__(str(info.get("message", ""))[:500])
+
+
+def _shapes(sent) -> dict:
+    """The shapes the child sent with an exception ({name: [ints]}), each field checked: at most 32
+    names of at most 60 characters, at most 8 sizes each, each an int in [0, 2^31)."""
+    if not isinstance(sent, dict):
+        return {}
+    found = {}
+    for name, shape in list(sent.items())[:32]:
+        if isinstance(name, str) and len(name) <= 60 and isinstance(shape, list) and len(shape) <= 8 and \
+                all(type(n) is int and 0 <= n < 2 ** 31 for n in shape):
+            found[name] = tuple(shape)
+    return found
 
 
 def child_user():

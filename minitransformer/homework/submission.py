@@ -283,12 +283,14 @@ def _stage_target(root: Path, t, rel: str, source: str, func) -> str | None:
     return None
 
 
-def stage(submission, assignments=None, *, listed: bool = True, handed_out_bodies=()) -> tuple:
+def stage(submission, assignments=None, places=None, *, listed: bool = True, handed_out_bodies=()) -> tuple:
     """(staged folder, notes): a fresh pristine copy with the submission's target bodies (of every
     assignment when ``assignments`` is None); Ambiguous (nothing staged) for file names that do not
-    say which file they are. The local check (homework/local.py) lists nothing of the submission
-    (``listed=False``: the notes are the bodies not taken) and lays the bodies of
-    ``handed_out_bodies`` (assignments) as the copy was handed out."""
+    say which file they are. ``places`` (a places.Places) receives where each staged body is in the
+    student's file, so a report names the student's lines, never the staging folder's. The local
+    check (homework/local.py) lists nothing of the submission (``listed=False``: the notes are the
+    bodies not taken) and lays the bodies of ``handed_out_bodies`` (assignments) as the copy was
+    handed out."""
     from .registry import assignments as every_assignment
     assignments = every_assignment() if assignments is None else assignments
     submission = Path(submission)
@@ -299,7 +301,7 @@ def stage(submission, assignments=None, *, listed: bool = True, handed_out_bodie
     try:
         shutil.copytree(pristine_copy() / "minitransformer", root / "minitransformer")
         parsed = Parsed(submission)
-        notes, used = _lay(root, submission, assignments, parsed)
+        notes, used, taken = _lay(root, submission, assignments, parsed)
         if listed:
             notes += _notes(submission, parsed, used)
         else:
@@ -307,6 +309,8 @@ def stage(submission, assignments=None, *, listed: bool = True, handed_out_bodie
                       if isinstance(entry, Unreadable)]
         if handed_out_bodies:
             _lay(root, handed_out(), handed_out_bodies, Parsed(handed_out()))
+        if places is not None:
+            _record_places(places, root, submission, taken)
         for path in root.rglob("*"):
             os.chmod(path, 0o755 if path.is_dir() else 0o644)
         os.chmod(root, 0o755)
@@ -317,9 +321,10 @@ def stage(submission, assignments=None, *, listed: bool = True, handed_out_bodie
 
 
 def _lay(root: Path, submission: Path, assignments, parsed: Parsed) -> tuple:
-    """(notes, path -> the targets taken from it): each target's body from the first file of
-    ``submission`` that defines it and whose body fits, laid into the staged copy at ``root``."""
-    notes, used = [], {}
+    """(notes, path -> the targets taken from it, (target, path, source, def) of each body taken):
+    each target's body from the first file of ``submission`` that defines it and whose body fits,
+    laid into the staged copy at ``root``."""
+    notes, used, taken = [], {}, []
     for a in assignments:
         for t in a.targets:
             for path, source, func in _candidates(t, submission, parsed):
@@ -328,8 +333,23 @@ def _lay(root: Path, submission: Path, assignments, parsed: Parsed) -> tuple:
                     notes.append(note)
                     continue
                 used.setdefault(path, []).append(t)
+                taken.append((t, path, source, func))
                 break
-    return notes, used
+    return notes, used, taken
+
+
+def _record_places(places, root: Path, submission: Path, taken: list) -> None:
+    """Each staged body's lines in the staged file (read once every body is in: a body laid in
+    above another moves it) and in the student's file."""
+    staged: dict = {}
+    for t, path, source, func in taken:
+        rel = (Path("minitransformer") / Path(*t.module.split("."))).with_suffix(".py").as_posix()
+        if rel not in staged:
+            staged[rel] = ast.parse((root / rel).read_text(encoding="utf-8"))
+        span = body_span(_find(staged[rel], t.qualname))
+        start, end = body_span(func)
+        places.add(str(t), rel, span, _rel(path, submission), (start, end), func.lineno,
+                   source_lines(source)[start:end])
 
 
 def _rel(path: Path, submission: Path) -> str:

@@ -64,6 +64,52 @@ def _attention(inp, *, scale_power=1.0, use_mask=True, invert_mask=False, use_bi
     return result
 
 
+def _mask_after_softmax(inp):
+    """P = softmax(scores) over EVERY key, then the hidden entries zeroed (not renormalised), and the
+    backward of those two lines: out and its gradients."""
+    mask = inp.get("mask")
+    if mask is None:
+        return {}
+    q, k, v, dout = _x(inp, "q"), _x(inp, "k"), _x(inp, "v"), _g(inp)
+    c = q.shape[-1] ** -0.5
+    scores = q @ k.swapaxes(-1, -2) * c
+    if inp.get("bias") is not None:
+        scores = scores + _x(inp, "bias")
+    keep = np.broadcast_to(np.asarray(mask), scores.shape).astype(np.float64)
+    drop = inp.get("drop_mask")
+    kept = 1.0 if drop is None else np.asarray(drop) / (1 - float(inp.get("p_drop", 0.0)))   # dropout after
+    P = _softmax(scores)
+    Pm = P * keep * kept
+    dP = (dout @ v.swapaxes(-1, -2)) * keep * kept
+    dS = P * (dP - (dP * P).sum(-1, keepdims=True))
+    result = {"out": Pm @ v, "dq": dS @ k * c, "dk": dS.swapaxes(-1, -2) @ q * c, "dv": Pm.swapaxes(-1, -2) @ dout}
+    if inp.get("bias") is not None:
+        result["dbias"] = sum_to(dS, np.shape(inp["bias"]))
+    return result
+
+
+def _dv_not_transposed(inp):
+    """dv = P̃ @ dout where P̃ᵀ @ dout belongs (T = S, so the shapes fit and nothing raises)."""
+    result = _attention(inp)
+    q, k = _x(inp, "q"), _x(inp, "k")
+    if q.shape[-2] != k.shape[-2]:
+        return {}
+    P = _softmax_of(inp)
+    drop = inp.get("drop_mask")
+    keep = 1.0 if drop is None else np.asarray(drop) / (1 - float(inp.get("p_drop", 0.0)))
+    return {"dv": (P * keep) @ _g(inp)} if result else {}
+
+
+def _softmax_of(inp):
+    q, k = _x(inp, "q"), _x(inp, "k")
+    scores = q @ k.swapaxes(-1, -2) * q.shape[-1] ** -0.5
+    if inp.get("bias") is not None:
+        scores = scores + _x(inp, "bias")
+    if inp.get("mask") is not None:
+        scores = np.where(np.asarray(inp["mask"]), scores, -np.inf)
+    return _softmax(scores)
+
+
 def _dropout_given(inp):
     return inp.get("drop_mask") is not None and float(inp.get("p_drop", 0.0)) > 0
 
@@ -102,6 +148,15 @@ MISTAKES = (
     Mistake("attention", "attention-dropout-backward-ignored", ("dq", "dk", "dv"),
             "the backward ignores the dropout: dv = P̃ᵀ dout and dP = (dout Vᵀ) ⊙ drop_mask / (1 - p_drop)",
             lambda inp: _attention(inp, dropout="backward-ignored") if _dropout_given(inp) else {}),
+    Mistake("attention", "attention-mask-after-softmax", _QKV,
+            "the mask is applied AFTER the softmax (hidden probabilities zeroed, the rows no longer sum to 1): "
+            "mask the scores before the softmax, -inf where the mask is False, so each row renormalises over "
+            "the keys it may attend",
+            _mask_after_softmax),
+    Mistake("attention", "attention-dv-not-transposed", ("dv",),
+            "dv = P @ dout misses the transpose: out = P̃ v gives dv = P̃ᵀ dout (P.swapaxes(-1, -2) @ dout), "
+            "(B, H, S, T) @ (B, H, T, Dv)",
+            _dv_not_transposed),
     Mistake("attention", "attention-dbias-not-reduced", ("dbias",),
             "dbias has the scores' shape: sum it over the axes where the bias was broadcast, back to the bias's shape",
             match=dbias_not_reduced),

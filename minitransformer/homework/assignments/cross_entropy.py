@@ -53,7 +53,7 @@ def _log_softmax_variants(inp):
     lse = np.log(np.exp(x - m).sum(-1, keepdims=True))
     p = _softmax(x)
     return {"no-lse": x - m, "no-max-back": x - lse,
-            "no-sum": dz - p * dz, "const": dz, "sign": dz + p * dz.sum(-1, keepdims=True)}
+            "no-sum": dz - p * dz, "const": dz, "p-alone": dz - p, "sign": dz + p * dz.sum(-1, keepdims=True)}
 
 
 def _cross_entropy(inp, *, denom="kept", classes="V", smoothing=None, keep_ignored=False,
@@ -104,6 +104,10 @@ MISTAKES = (
             "dx = dz - softmax ⊙ dz: the softmax must multiply the SUM of dz over the row, "
             "dx = dz - softmax(x) ⊙ Σ_j dz_j",
             _pick(_log_softmax_variants, "no-sum")),
+    Mistake("log_softmax", "log_softmax-sum-dropped", ("dx",),
+            "dx = dz - softmax(x) drops the sum: log Σ exp(x) feeds every z_j, so the softmax term is "
+            "multiplied by Σ_j dz_j (the whole row's upstream gradient), dx = dz - softmax(x) ⊙ Σ_j dz_j",
+            _pick(_log_softmax_variants, "p-alone")),
     Mistake("log_softmax", "log_softmax-lse-constant", ("dx",),
             "dx = dz treats log Σ exp(x) as a constant: it depends on x, and gives - softmax(x) ⊙ Σ_j dz_j",
             _pick(_log_softmax_variants, "const")),
@@ -121,6 +125,10 @@ MISTAKES = (
     Mistake("cross_entropy", "ce-sum-not-mean", ("out", "dlogits"),
             "this is the sum over the kept targets; the loss is their mean (divide by N_kept)",
             lambda inp: _cross_entropy(inp, denom="sum")),
+    Mistake("cross_entropy", "ce-backward-not-divided", ("dlogits",),
+            "dlogits is not divided by N_kept: the loss is the MEAN over the kept targets, so each row's "
+            "gradient (softmax - q) is divided by N_kept, as the forward divides the sum",
+            lambda inp: {"dlogits": _cross_entropy(inp, denom="sum")["dlogits"]}),
     Mistake("cross_entropy", "ce-smoothing-ignored", ("out", "dlogits"),
             "label smoothing is ignored: with smoothing ε the target distribution is "
             "(1 - ε) onehot(y) + ε/V",

@@ -49,6 +49,14 @@ MISTAKES = (
     Mistake("dropout", "dropout-scaled-by-keep-probability", ("out", "dx"),
             "the kept entries are multiplied by (1 - p_drop); inverted dropout DIVIDES by it",
             lambda inp: _dropout(inp, scale=1 - float(inp["p_drop"])) if _mask_given(inp) else {}),
+    Mistake("dropout", "dropout-scaled-by-one-over-p", ("out", "dx"),
+            "the kept entries are divided by p_drop, the probability of DROPPING: inverted dropout divides "
+            "by the keep probability, scale = 1/(1 - p_drop), in forward and backward",
+            lambda inp: _dropout(inp, scale=1 / float(inp["p_drop"])) if _mask_given(inp) else {}),
+    Mistake("dropout", "dropout-backward-one-over-p", ("dx",),
+            "dx is divided by p_drop, the probability of DROPPING: the forward's scale is 1/(1 - p_drop), "
+            "and the backward uses the same (cache.scale)",
+            lambda inp: _dropout(inp, backward_scale=1 / float(inp["p_drop"])) if _mask_given(inp) else {}),
     Mistake("dropout", "dropout-mask-inverted", ("out", "dx"),
             "the mask is inverted: True in `mask` means KEEP the entry (p_drop is the probability of dropping)",
             lambda inp: _dropout(inp, mask=~np.asarray(inp["mask"])) if _mask_given(inp) else {}),

@@ -49,11 +49,31 @@ def _embedding_fancy(inp):
 
 
 
+def _sorted_scatter_unsorted_dout(inp):
+    """The runs of the SORTED ids summed over the rows of dout in their original order (np.add.reduceat
+    on dout instead of dout[order]): each id gets the sum of the wrong rows."""
+    ids, dout = np.asarray(inp["ids"]).reshape(-1), _rows(_g(inp))
+    W = _x(inp, "W")
+    if W.shape[0] <= ONE_HOT_MAX_V:
+        return {}                      # the one-hot product runs there, not the sorted scatter
+    order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
+    starts = np.flatnonzero(np.r_[True, sorted_ids[1:] != sorted_ids[:-1]])
+    dW = np.zeros_like(W)
+    dW[sorted_ids[starts]] = np.add.reduceat(dout, starts, axis=0)
+    return {"dW": dW}
+
+
 MISTAKES = (
     Mistake("embedding", "embedding-fancy-index-add", ("dW",),
             "a repeated id keeps only ONE of its rows: `dW[ids] += dout` with repeated ids writes each "
             "row once (fancy indexing does not accumulate); use np.add.at(dW, ids, dout)",
             _embedding_fancy),
+    Mistake("embedding", "embedding-sorted-scatter-unsorted-dout", ("dW",),
+            "the sorted scatter sums the rows of dout in their original order: the runs of equal ids are "
+            "found in the SORTED ids, so the rows summed must be sorted the same way, dout[order] "
+            "(order = argsort(ids)), before np.add.reduceat",
+            _sorted_scatter_unsorted_dout),
 )
 
 

@@ -62,22 +62,36 @@ def _repeat_kv_first_copy(inp):
 # ------------------------------------------------------------------ the catalogue: MultiHeadAttention
 # A variant builds the reference Module with the case's weights, puts a wrong backward on that one
 # instance (the line a student leaves out), runs forward and backward, and returns every tensor.
-def _mha_backward(self, dy, *, rope="inverse", kv_paths=True, accumulate_kv=True, order=(0, 1, 2)):
+def _merged_by_reshape(*parts):
+    """(B, n_i, T, D) parts side by side as (B, T, n·D) by a reshape alone, the heads axis never moved
+    behind T: the wrong line."""
+    B, _, T, _ = parts[0].shape
+    return np.concatenate(parts, axis=1).reshape(B, T, -1)
+
+
+def _split_by_reshape(h, D):
+    B, T, _ = h.shape
+    return h.reshape(B, -1, T, D)
+
+
+def _mha_backward(self, dy, *, rope="inverse", kv_paths=True, accumulate_kv=True, order=(0, 1, 2),
+                  merge=merge_heads, split=split_heads, key_path=True):
     """MultiHeadAttention.backward with one thing changed (``order``: the blocks (dq, dk, dv), or
-    (dk, dv) with cross-attention, merged in this order)."""
+    (dk, dv) with cross-attention, merged in this order; ``merge``, ``split``: the heads' reshapes;
+    ``key_path``: dk sent back, or zeros in its place)."""
     proj, proj_kv, rope_cache, attn, out, positions, repeat = self._pop_cache()
     do, dW_o, db_o = linear_backward(dy, out)                               # (B, T, H·D)
     self._accumulate_pair("W_o", dW_o, "b_o", db_o)
-    dq, dk, dv, dtables = self.positions.attend_backward(attention_backward, split_heads(do, self.head_dim),
+    dq, dk, dv, dtables = self.positions.attend_backward(attention_backward, split(do, self.head_dim),
                                                          attn, positions)
     for name, dtable in dtables.items():
         self._accumulate(name, dtable)
     if repeat is not None:
         dk, dv = repeat_kv_backward(dk, repeat), repeat_kv_backward(dv, repeat)
     if self.cross:
-        dx, dW_q, db_q = linear_backward(merge_heads(dq), proj)
+        dx, dW_q, db_q = linear_backward(merge(dq), proj)
         self._accumulate_pair("W_q", dW_q, "b_q", db_q)
-        dmemory, dW_kv, db_kv = linear_backward(merge_heads(*((dk, dv)[i] for i in order[:2])), proj_kv)
+        dmemory, dW_kv, db_kv = linear_backward(merge(*((dk, dv)[i] for i in order[:2])), proj_kv)
         if accumulate_kv:
             self._accumulate_pair("W_kv", dW_kv, "b_kv", db_kv)
         return dx, dmemory
@@ -88,7 +102,9 @@ def _mha_backward(self, dy, *, rope="inverse", kv_paths=True, accumulate_kv=True
         dq, dk = rotate(dq), rotate(dk)
     if not kv_paths:
         dk, dv = np.zeros_like(dk), np.zeros_like(dv)
-    dx, dW_qkv, db_qkv = linear_backward(merge_heads(*((dq, dk, dv)[i] for i in order)), proj)
+    if not key_path:
+        dk = np.zeros_like(dk)
+    dx, dW_qkv, db_qkv = linear_backward(merge(*((dq, dk, dv)[i] for i in order)), proj)
     self._accumulate_pair("W_qkv", dW_qkv, "b_qkv", db_qkv)
     return dx
 
@@ -106,7 +122,7 @@ def _mha(**options):
             return {}
         if "accumulate_kv" in options and not module.cross:
             return {}
-        if "kv_paths" in options and module.cross:
+        if ("kv_paths" in options or "key_path" in options) and module.cross:
             return {}
         return _run(inp, lambda m: _on(m, _mha_backward, **options))
     return variant
@@ -143,6 +159,17 @@ MISTAKES = (
             "only the queries' gradient reaches x: the keys and values are projections of x too; merge "
             "dq, dk, dv side by side and send them back through W_qkv",
             _mha(kv_paths=False)),
+    Mistake("MultiHeadAttention", "mha-key-path-dropped", ("dx", "dmemory", "d*"),
+            "the keys' gradient is left out: k = x W_k is a path from x too, so dk goes back with dq and dv, "
+            "merge_heads(dq, dk, dv) through W_qkv (zeros in its place drop the key path)",
+            _mha(key_path=False)),
+    Mistake("MultiHeadAttention", "mha-heads-merged-by-reshape", ("dx", "dmemory", "d*"),
+            "the heads are merged (or split) by a reshape alone: (B, H, T, D) -> (B, T, H·D) needs the heads "
+            "axis moved behind T first, transpose(0, 2, 1, 3) then reshape (merge_heads / split_heads do both)",
+            lambda inp: [_run(inp, lambda m: _on(m, _mha_backward, merge=_merged_by_reshape)),
+                         _run(inp, lambda m: _on(m, _mha_backward, split=_split_by_reshape)),
+                         _run(inp, lambda m: _on(m, _mha_backward, merge=_merged_by_reshape,
+                                                 split=_split_by_reshape))]),
     Mistake("MultiHeadAttention", "mha-merge-order", ("dx", "dmemory", "d*"),
             "dq, dk, dv are merged in the wrong order: W_qkv's columns are [Q | K | V], so the gradient "
             "sent back is merge_heads(dq, dk, dv) (cross-attention: W_kv is [K | V], merge_heads(dk, dv))",

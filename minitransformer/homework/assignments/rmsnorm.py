@@ -35,6 +35,7 @@ def _rmsnorm_backwards(inp):
     return {"const": {"dx": dxhat * rstd},
             "sign": {"dx": rstd * (dxhat + xhat * (dxhat * xhat).mean(-1, keepdims=True))},
             "no-gamma": {"dx": rstd * (dy - xhat * (dy * xhat).mean(-1, keepdims=True))},
+            "sum": {"dx": rstd * (dxhat - xhat * (dxhat * xhat).sum(-1, keepdims=True))},
             "dgamma-x": {"dgamma": _rows(dy * x).sum(0)},
             "dgamma-no-xhat": {"dgamma": _rows(dy).sum(0)},
             "centred": {"out": _layernorm(dict(inp, eps=eps))["out"] - 0.0}}
@@ -61,6 +62,10 @@ MISTAKES = (
             "the term xhat ⊙ mean(dxhat ⊙ xhat) is added: it is subtracted, "
             "dx = rstd · (dxhat - xhat ⊙ mean(dxhat ⊙ xhat))",
             _sub(_rmsnorm_backwards, "sign")),
+    Mistake("rmsnorm", "rmsnorm-sum-not-mean", ("dx",),
+            "the term xhat ⊙ Σ_c (dxhat ⊙ xhat) is a SUM where the mean belongs: rms averages over the C "
+            "features, so dx = rstd · (dxhat - xhat ⊙ mean(dxhat ⊙ xhat)) (the sum divided by C)",
+            _sub(_rmsnorm_backwards, "sum")),
     Mistake("rmsnorm", "rmsnorm-dx-no-gamma", ("dx",),
             "dx forgets gamma: the gradient reaching xhat is dxhat = dy ⊙ gamma",
             _sub(_rmsnorm_backwards, "no-gamma")),
