@@ -475,7 +475,7 @@ def test_check_class_writes_a_gradebook_and_a_hang_costs_its_budget_once(tmp_pat
                  "--jobs", "2", "--timeout", "2", "--budget", "3", "--seed-file", seed_file(tmp_path)]) == 0
     assert time.monotonic() - start < 20
     rows = (tmp_path / "grades" / "gradebook.csv").read_text().splitlines()
-    assert rows[0] == "student,relu,softmax,total,notes"                    # the table's order
+    assert rows[0] == "student,relu,softmax,total,relu status,softmax status,notes"      # the table's order
     assert rows[1].startswith("alice,0.0,5.0,5.0") and rows[2].startswith("bob,0.0,0.0,0")
     bob = json.loads((tmp_path / "grades" / "bob.json").read_text())
     assert [t["output"].splitlines()[1].strip()[:9] for t in bob["tests"]] == ["timed out", "timed out"]
