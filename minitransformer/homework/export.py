@@ -213,7 +213,12 @@ def export(ids, out, *, with_solutions: bool = False, package_dir: Path = PACKAG
             write_expected(dest, [a.id for a in assignments])
             from ..trace.compare import write_reference        # the reference trace's numbers (docs/trace.md)
             write_reference(dest, assignments)
-        write_marker(dest, [a.id for a in assignments], [a.record() for a in every_assignment()])
+        records = [a.record() for a in every_assignment()]
+        if not derivations:                                  # the catalogue's messages state the right backward
+            from .derivations import without_formulas
+            owners = {a.id for a in every_assignment() if set(a.targets) & set(stubbed)}
+            records = without_formulas(records, owners)
+        write_marker(dest, [a.id for a in assignments], records)
     (out / "HOMEWORK.md").write_text(handout(assignments, package_dir, derivations), encoding="utf-8")
     for a in assignments:
         (out / f"starter_{a.id}.py").write_text(starter(a, package_dir), encoding="utf-8")

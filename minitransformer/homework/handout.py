@@ -173,7 +173,8 @@ def drawn_text(graded, index: int) -> str:
         label = {"ctor": f"the Module `{module}`", "spec": "its configuration"}.get(name, f"`{name}`")
         if kind == "option" and not same:
             text += " (drawn: " + ", ".join(dict.fromkeys(d[name][1] for d in draws if name in d)) + ", ...)"
-        parts.append(f"the Module `{module}{text}`" if name == "ctor" else f"{label} {text}")
+        parts.append(f"the Module `{module}{text}`" if name == "ctor" else f"{label} `{text}`" if name == "spec"
+                     else f"{label} {text}")
     gone = sorted({n for d in draws[1:] for n in d} - set(first))
     if gone:
         parts.append("in some draws also " + ", ".join(f"`{n}`" for n in gone))
