@@ -151,9 +151,10 @@ _CROSS_ENTROPY = (
             "."),
     Passage(f"{F}.cross_entropy", "log-probabilities. softmax = exp(logp) is recomputed in", "log-probabilities"),
     Passage(f"{F}.cross_entropy", "\n                            # backward (one pass) rather than stored as a second (N, V) array"),
-    Passage("plots.training", "# (1, V) = (softmax - q) / 1", "# (1, V)"),
     Passage("plots.training", """read off the library's gradient rather than typed in: dL/dz = (softmax(z) - q) / N, so
     with one row (N = 1) q = softmax(z) - dL/dz.""", "read off the library's gradient rather than typed in."),
+    Passage("plots.training", "q = softmax(z) - dL/dz for one row of logits z = 0 (any z gives the same q).",
+            "q, the target the gradient implies, for one row of logits z = 0 (any z gives the same q)."),
 )
 
 PASSAGES = {
