@@ -49,6 +49,8 @@ def test_a_cache_comment_is_never_cut_mid_sentence():
     without dropout is on the second line)."""
     rows = {(c, f): m for c, f, m in cache_fields("attention")}
     assert rows[("AttentionCache", "dropout")].endswith("None: no dropout")
+    for a in ASSIGNMENTS:                                   # and every field says what it holds
+        assert all(m for _, _, m in cache_fields(a.id)), [(c, f) for c, f, m in cache_fields(a.id) if not m]
     ce = {(c, f): m for c, f, m in cache_fields("cross_entropy")}
     assert ce[("CrossEntropyCache", "logp")].endswith("rather than stored as a second (N, V) array")
 

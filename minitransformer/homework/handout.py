@@ -307,7 +307,10 @@ def page(assignment_id: str, copy: Copy | None = None) -> str:
     copy = copy or Copy.of([a])
     files = _files(a, copy)
     lines = [f"## `{a.id}`: {a.title} ({a.points} points)", "",
-             f"Lecture: `{a.lecture}`.", "", f"Setup: {setup_line(short=True)}", ""]
+             f"Lecture: `{a.lecture}`.", "", f"Setup: {setup_line(short=True)}", "",
+             "Derivations: " + ("handed out (the docstrings and the lecture show how the backward follows from the "
+                                "forward)." if copy.derivations else "not handed out: the docstrings keep the "
+                                "forward's equation, the shapes and the cache, not the backward's formula."), ""]
     lines += _implement(a, copy) + [""] + _prerequisites(a, copy) + _cache(a) + _cases(a)
     if a.handout:
         lines += ["", a.handout]
