@@ -52,6 +52,7 @@ def _class(root: Path, solutions: Path, handed_out: Path) -> Path:
         "dave": {"norm.py": _edit(norm, "std = xp.sqrt(var + eps_s) ", "std = xp.sqrt(var + eps_s + 0.1) ")},
         "eve": {"activations.py": _edit(acts, '    """y = max(x, 0).', '    raise ValueError("oops")\n    """y = max(x, 0).')},
         "frank": {"activations.py": _edit(acts, '    """y = max(x, 0).', '    while True:\n        pass\n    """y = max(x, 0).')},
+        "hank": {"activations.py": _edit(acts, '    """y = max(x, 0).', '    import os\n    os._exit(3)\n    """y = max(x, 0).')},
         "carol": {"README.txt": "my notes\n"},                                                  # no files found
     }
     for name, files in students.items():
@@ -80,12 +81,13 @@ def test_the_gradebook_has_a_status_and_a_reason_per_assignment(tmp_path, soluti
     assert status == {"alice": ("ok", "ok"), "bob": ("not implemented", "syntax error"),
                       "carol": ("no files found", "no files found"), "dave": ("not implemented", "wrong"),
                       "eve": ("exception", "not implemented"), "frank": ("timeout", "not implemented"),
-                      "gina": ("not implemented", "not implemented")}
+                      "gina": ("not implemented", "not implemented"), "hank": ("crashed", "not implemented")}
     assert book["alice"]["total"] == "12.0" and book["alice"]["notes"] == ""
     assert "layernorm: syntax error: norm.py: not valid Python (invalid syntax, line 94)" in book["bob"]["notes"]
     assert "layernorm: wrong: layernorm: x (B, T, C) · out: relative error" in book["dave"]["notes"]
     assert "relu: exception: ValueError: oops (at minitransformer/functional/activations.py:" in book["eve"]["notes"]
     assert "relu: timeout: timed out after 3 s" in book["frank"]["notes"]
+    assert "relu: crashed: the student's process ended (exit code 3)" in book["hank"]["notes"]
     assert book["carol"]["notes"].startswith("no files found: the folder holds none of ")
     assert book["gina"]["notes"] == ("relu: not implemented: relu_forward: implement me; layernorm: not "
                                      "implemented: layernorm_forward: implement me")

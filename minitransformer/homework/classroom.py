@@ -226,9 +226,12 @@ def _row(name, results, problems, assignments, total, said) -> list:
     reasons = sorted({r.confinement for r in results if r.confinement})
     if all(s == NO_FILES for s in status) and status:
         reasons.append(f"{NO_FILES}: {said[assignments[0].id][1]}")
-    else:
-        reasons += [f"{a.id}: {said[a.id][0]}: {said[a.id][1].removeprefix('not graded: ')}" for a in assignments
-                    if a.id in said and said[a.id][0] != "ok"]
+    else:                                     # one reason said once, for every assignment it holds for
+        groups: dict = {}
+        for a in assignments:
+            if a.id in said and said[a.id][0] != "ok":
+                groups.setdefault((said[a.id][0], said[a.id][1].removeprefix("not graded: ")), []).append(a.id)
+        reasons += [f"{', '.join(ids)}: {status}: {reason}" for (status, reason), ids in groups.items()]
     return ([cell(name)] + [NOT_GRADED if s is None else s for s in scores] + [NOT_GRADED if total is None else total]
             + status + [cell("; ".join(reasons + problems)[:1000])])
 
