@@ -60,7 +60,7 @@ def grade(root: Path, subs: Path, out: Path, seed_file: Path, jobs: int, ids=(),
     ``root``: seconds, students at full marks (a total of ``full``)."""
     shutil.rmtree(out, ignore_errors=True)
     env = dict(os.environ, PYTHONPATH=str(root), OPENBLAS_NUM_THREADS="1")
-    argv = [sys.executable, "-m", "minitransformer", "homework", "check-class", str(subs), *ids, "--out", str(out),
+    argv = [sys.executable, "-m", "minitransformer", "homework", "check-class", str(subs), *(ids or ["all"]), "--out", str(out),
             "--jobs", str(jobs), "--seed-file", str(seed_file)]
     start, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(argv, env=env, cwd=out.parent, capture_output=True, text=True)

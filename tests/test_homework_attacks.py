@@ -475,7 +475,7 @@ def test_check_class_writes_a_gradebook_and_a_hang_costs_its_budget_once(tmp_pat
                  "--jobs", "2", "--timeout", "2", "--budget", "3", "--seed-file", seed_file(tmp_path)]) == 0
     assert time.monotonic() - start < 20
     rows = (tmp_path / "grades" / "gradebook.csv").read_text().splitlines()
-    assert rows[0] == "student,relu,softmax,total,notes"                    # the table's order
+    assert rows[0] == "student,relu,softmax,total,relu status,softmax status,notes"      # the table's order
     assert rows[1].startswith("alice,0.0,5.0,5.0") and rows[2].startswith("bob,0.0,0.0,0")
     bob = json.loads((tmp_path / "grades" / "bob.json").read_text())
     assert [t["output"].splitlines()[1].strip()[:9] for t in bob["tests"]] == ["timed out", "timed out"]
@@ -497,9 +497,9 @@ def test_a_worker_that_dies_costs_only_its_own_submission_and_the_gradebook_is_w
     gradebook = classroom.grade_class(subs, ["softmax"], tmp_path / "grades", jobs=2, limits=FAST, seed=SECRET)
     rows = list(csv.reader(gradebook.read_text().splitlines()))
     assert [row[0] for row in rows] == ["student", "alice", "mallory", "zoe"]
-    assert float(rows[1][-2]) == float(rows[3][-2]) == 5                  # the others keep their grade
-    assert rows[2][1:3] == ["not graded", "not graded"]                    # never a 0: to be re-run
-    assert "not graded: softmax: the grading process died twice" in rows[2][-1]
+    assert float(rows[1][2]) == float(rows[3][2]) == 5                    # the others keep their grade
+    assert rows[2][1:4] == ["not graded"] * 3                              # never a 0: to be re-run
+    assert "softmax: not graded: the grading process died twice" in rows[2][-1]
     mallory = json.loads((tmp_path / "grades" / "mallory.json").read_text())
     assert mallory["score"] is None and mallory["tests"][0]["score"] is None
     assert "the grading process died twice" in mallory["extra_data"]["not_graded"]["softmax"]

@@ -48,8 +48,9 @@ def test_a_flat_name_two_graded_files_share_is_refused_in_one_line_never_scored(
     report = json.loads(results.read_text())
     assert report["score"] is None and [t["score"] for t in report["tests"]] == [None, None]
     assert "is it minitransformer/functional/attention.py" in report["output"]
-    name, graded, _ = _grade_one((sub, ["attention", "mha"], Limits(), 0, False))     # check-class's row
+    name, graded, _, said = _grade_one((sub, ["attention", "mha"], Limits(), 0, False))     # check-class's row
     assert [r.score for r in graded] == [None, None] and "both are graded" in graded[0].message
+    assert said["attention"][0] == "not graded" and "both are graded" in said["attention"][1]
 
 
 def test_the_same_name_is_no_question_where_one_file_of_that_name_is_graded(tmp_path, capsys, solutions):
@@ -68,5 +69,5 @@ def test_the_files_with_their_paths_are_graded_in_full(tmp_path, capsys, solutio
 
 def test_the_handout_says_to_keep_the_paths():
     text = page("mha")
-    assert "with their paths inside the package" in text and "a zip" in text
+    assert "with its path inside the package" in text and "a zip" in text
     assert "`functional/attention.py` and `layers/attention.py` are both `attention.py`" in text

@@ -292,8 +292,8 @@ def test_what_an_assignment_builds_on_is_the_copys_reference_unless_the_copy_stu
     mine, theirs = scores(local.stdout), scores(out.getvalue())
     assert mine["cross_entropy"] == theirs["cross_entropy"] and theirs["attention"][0] == "15"
     softmax = (copy / "minitransformer" / "functional" / "softmax.py").read_text()
-    stubbed = 'raise NotImplementedError("softmax_forward: computes the cross_entropy' in softmax
-    said = ("attention calls softmax_forward and softmax_backward, which this copy holds stubbed though no "
-            "assignment of it asks for them: they raise here; the grader uses the reference")
+    stubbed = 'raise NotImplementedError("softmax_forward: stubbed with the cross_entropy assignment' in softmax
+    said = ("attention calls softmax_forward and softmax_backward, stubbed in this copy with the cross_entropy "
+            "assignment (HOMEWORK.md: write them too): they raise here until written; the grader uses the reference")
     assert (said in local.stdout) == stubbed, local.stdout[:1500]
     assert (mine["attention"] == theirs["attention"]) != stubbed, (mine, theirs)

@@ -2,15 +2,18 @@
 
     homework list
     homework export ASSIGNMENT... --out DIR [--with-solutions | --without-derivations] [--force]   ("all": every one)
-    homework check SUBMISSION [ASSIGNMENT...] [--json results.json] [--seed-file F] [--unconfined]
-    homework check-class SUBMISSIONS [ASSIGNMENT...] --out DIR [--force] [--jobs N] [--seed-file F] [--unconfined]
+    homework check SUBMISSION (ASSIGNMENT... | --assigned-by EXPORT) [--json results.json] [--seed-file F] [--unconfined]
+    homework check-class SUBMISSIONS (ASSIGNMENT... | --assigned-by EXPORT) --out DIR [--force] [--jobs N] [--seed-file F]
+                         [--unconfined]
     homework autograder ASSIGNMENT... --out autograder.zip [--seed-file F] [--unconfined]
 
 ``check`` grades a folder of the student's files (their whole copy, or only the
 files they changed): the bodies of the assignments' functions are laid over a
 pristine copy and run in a process the kernel walls in; everything is compared here
 with this installation's reference (docs/homework.md). Exit code 0 only when
-everything passes. The secret seed of the graded inputs comes from a file, never
+everything passes. Outside a student's copy they grade the assignments named, or those an
+export set (``--assigned-by``: its folder's mark, or the autograder's grader.json), and refuse
+without either: the course's other assignments were never set. The secret seed of the graded inputs comes from a file, never
 the command line (any process can read that); check-class and autograder draw a
 128-bit one with ``secrets`` when none is given and write it down. Where this
 machine cannot wall the student's code in, the grading commands refuse unless
@@ -170,7 +173,8 @@ def _check(args) -> int:
     from ..homework.report import all_passed, format_notes, format_result, summary, write_gradescope
     from ..homework.submission import ambiguous
     start = time.perf_counter()
-    ids = args.assignments or (copy_assignments() if in_student_copy() else [])
+    local = in_student_copy()
+    ids = args.assignments or (copy_assignments() if local else _set_ids(args, "check", Path(args.dir)))
     select(ids)
     require_folder(args.dir)
     json_file = _json_target(args.json) if args.json else None
@@ -180,6 +184,8 @@ def _check(args) -> int:
         if json_file is not None:
             write_gradescope(json_file, [refused(a, unclear) for a in select(ids)])
         raise Refused(unclear)
+    if not local and _nothing_there(args, ids, json_file):
+        return 1
     try:
         _walls(args)
     except Refused as e:                    # results.json says why nothing was graded (Gradescope shows it)
@@ -187,7 +193,7 @@ def _check(args) -> int:
             from ..homework.grade import not_graded
             write_gradescope(json_file, [not_graded(a, e.args[0]) for a in select(ids)])
         raise
-    if in_student_copy():
+    if local:
         return _local_check(args, ids, start)
     if not args.seed_file:
         print("note: graded on the public seed 0, whose inputs and results ship in every student's copy; "
@@ -240,10 +246,74 @@ def _local_check(args, ids, start) -> int:
     return 0 if all_passed(results) else 1
 
 
+def _nothing_there(args, ids, json_file) -> bool:
+    """A submission holding no file of the assignments: said in one line (and in results.json), scored 0
+    without running anything; True when so."""
+    from ..homework.classroom import no_files, nothing_found
+    from ..homework.report import write_gradescope
+    from ..homework.result import NOT_IMPLEMENTED, Result
+    assignments = select(ids)
+    if not no_files(Path(args.dir), assignments):
+        return False
+    said = nothing_found(assignments)
+    print(f"{args.dir}: {said}")
+    if json_file is not None:
+        write_gradescope(json_file, [Result(a.id, a.points, 0.0, NOT_IMPLEMENTED, said) for a in assignments])
+    return True
+
+
+# ------------------------------------------------------------------ which assignments: what the export set
+def _set_ids(args, command: str, folder: Path | None = None) -> list:
+    """The assignments to grade when none are named: those of --assigned-by (the instructor's export or
+    the autograder's grader.json); else refused, one line: grading every assignment of the course would
+    count the ones nobody set as done or as failed."""
+    if args.assigned_by:
+        return assigned_by(args.assigned_by)
+    hint = ""
+    if folder is not None:
+        from ..homework.expected import copy_assignments
+        marked = copy_assignments(folder / "minitransformer") if (folder / "minitransformer").is_dir() else []
+        if marked:
+            hint = (f" (the copy's own mark lists {' '.join(marked)}, but it is the student's file to change: "
+                    "name them yourself)")
+    raise Refused(f"{command}: which assignments? name them ({command} ... layernorm attention, or all) or give "
+                  "--assigned-by EXPORT (the folder your export wrote, or the autograder's grader.json or zip)"
+                  + hint)
+
+
+def assigned_by(path: str) -> list:
+    """The assignment ids an export set: an export's folder (its minitransformer/homework/copy.json), that
+    copy.json itself, the autograder's grader.json, or its zip."""
+    import zipfile
+    place = Path(path)
+    try:
+        if place.is_dir():
+            marker = place / "minitransformer" / "homework" / "copy.json"
+            data = marker.read_text(encoding="utf-8") if marker.is_file() else None
+            if data is None:
+                raise Refused(f"--assigned-by {path}: no minitransformer/homework/copy.json in it (a student's "
+                              "copy that `homework export` wrote has one; a copy --with-solutions has none)")
+        elif zipfile.is_zipfile(place):
+            with zipfile.ZipFile(place) as z:
+                data = z.read("grader.json").decode("utf-8")
+        else:
+            data = place.read_text(encoding="utf-8")
+        found = json.loads(data).get("assignments")
+    except FileNotFoundError:
+        raise Refused(f"--assigned-by {path}: no such file or folder") from None
+    except (OSError, KeyError, ValueError, AttributeError, zipfile.BadZipFile) as e:
+        raise Refused(f"--assigned-by {path}: not an export's copy.json, a grader.json or an autograder zip "
+                      f"({type(e).__name__})") from None
+    if not (isinstance(found, list) and found and all(isinstance(i, str) for i in found)):
+        raise Refused(f"--assigned-by {path}: lists no assignments")
+    return found
+
+
 def _check_class(args) -> int:
     from ..homework.classroom import SEED_FILE, grade_class
     start = time.perf_counter()
-    select(args.assignments)
+    ids = args.assignments or _set_ids(args, "check-class")
+    select(ids)
     if not Path(args.submissions).is_dir():
         raise Refused(f"{args.submissions}: not a folder of submission folders")
     out = Path(args.out)
@@ -252,7 +322,7 @@ def _check_class(args) -> int:
     _walls(args)
     seed = read_seed(args.seed_file, secret=True) if args.seed_file else new_secret_seed()
     rewrite = args.seed_file is None or Path(args.seed_file).resolve() == (out / SEED_FILE).resolve()
-    csv = grade_class(args.submissions, args.assignments, out, jobs=args.jobs, limits=_limits(args), seed=seed,
+    csv = grade_class(args.submissions, ids, out, jobs=args.jobs, limits=_limits(args), seed=seed,
                       force=args.force, unconfined=args.unconfined, write_seed_file=rewrite,
                       progress=lambda name, r: print(f"{name:<24} {_score(r)}/{r['max_score']}", flush=True))
     if args.seed_file is None:
@@ -339,12 +409,18 @@ def add_homework_arguments(p) -> None:
     c = sub.add_parser("check", help="grade one submission in a walled-in process")
     c.add_argument("dir", help="the submission: the student's copy, or only the files they changed")
     c.add_argument("assignments", nargs="*", metavar="ASSIGNMENT",
-                   help="default: all (in a student's copy: the copy's)")
+                   help='the assignments to grade, or "all"; none: those of --assigned-by (in a student\'s '
+                        "copy: the copy's)")
+    c.add_argument("--assigned-by", metavar="EXPORT",
+                   help="grade the assignments this export set: its folder, or the autograder's grader.json or zip")
     c.add_argument("--json", help="write Gradescope's results.json here")
     _grading_options(c, unconfined_help=unconfined)
     k = sub.add_parser("check-class", help="grade every submission folder: a JSON each and a CSV gradebook")
     k.add_argument("submissions", help="a folder holding one folder per student")
-    k.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: all")
+    k.add_argument("assignments", nargs="*", metavar="ASSIGNMENT",
+                   help='the assignments to grade, or "all"; none: those of --assigned-by')
+    k.add_argument("--assigned-by", metavar="EXPORT",
+                   help="grade the assignments this export set: its folder, or the autograder's grader.json or zip")
     k.add_argument("--out", default="gradebook", help="an empty folder for the JSONs and gradebook.csv "
                                                       "(default: gradebook)")
     k.add_argument("--force", action="store_true",

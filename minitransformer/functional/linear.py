@@ -20,7 +20,7 @@ from ..validate import check_dim, check_dtype_like, check_float, check_min_ndim,
 class LinearCache(NamedTuple):
     x: object        # the input, needed for dW; stored, not recomputed
     W: object        # the weight, needed for dx
-    has_bias: bool
+    has_bias: bool   # whether a bias b was given: db is None without one
 
 
 def linear_forward(x, W, b=None):

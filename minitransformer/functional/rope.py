@@ -43,7 +43,7 @@ class RopeCache(NamedTuple):
     # linear, so its backward needs the angles only.
     cos: object      # (T, D/2) cos(mθ_j)
     sin: object      # (T, D/2) sin(mθ_j)
-    layout: str
+    layout: str      # "interleaved" pairs (2j, 2j+1) or "half" pairs (j, j + D/2)
     x_shape: tuple   # (B, H, T, D) the input's shape, which dy's must match
 
 

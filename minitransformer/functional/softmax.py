@@ -37,12 +37,12 @@ from ..validate import check_float, check_int, check_min_ndim, check_upstream
 
 class SoftmaxCache(NamedTuple):
     y: object    # the output; the backward needs only y, so x is not kept
-    axis: int
+    axis: int    # the axis the softmax ran over
 
 
 class LogSoftmaxCache(NamedTuple):
     z: object    # log-probabilities; softmax is recomputed as exp(z) in backward
-    axis: int
+    axis: int    # the axis the log-softmax ran over
 
 
 def check_softmax_inputs(x, axis) -> int:

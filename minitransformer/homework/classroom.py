@@ -22,6 +22,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -29,9 +30,9 @@ from pathlib import Path
 from .grade import grade, not_graded, refused
 from .registry import select
 from .report import OutError, gradescope, printable
-from .result import NOT_GRADED
+from .result import CRASHED, EXCEPTION, FAIL, NOT_GRADED, NOT_IMPLEMENTED, OK, TIMEOUT, Result
 from .sandbox import Limits
-from .submission import Ambiguous
+from .submission import Ambiguous, Parsed, Unreadable, _places
 
 MANIFEST = ".minitransformer-gradebook"
 GRADEBOOK = "gradebook.csv"
@@ -44,16 +45,82 @@ def submissions_in(folder) -> list:
 
 
 def _grade_one(args) -> tuple:
+    """(student, results, notes, statuses) of one submission folder."""
     submission, ids, limits, seed, unconfined = args
     notes: list = []
+    assignments = select(ids)
     try:
-        results = grade(submission, ids, limits=limits, seed=seed, notes=notes, unconfined=unconfined)
+        if no_files(submission, assignments):    # nothing of the package here: said, nothing run
+            results = [Result(a.id, a.points, 0.0, NOT_IMPLEMENTED, nothing_found(assignments))
+                       for a in assignments]
+        else:
+            results = grade(submission, ids, limits=limits, seed=seed, notes=notes, unconfined=unconfined)
     except Ambiguous as e:                     # the student's file names: refused, to hand in again
-        return submission.name, [refused(a, e.args[0]) for a in select(ids)], notes
+        results = [refused(a, e.args[0]) for a in assignments]
     except Exception as e:                     # noqa: BLE001 - the grader's failure: not graded, said so
         reason = f"the grader failed on this submission ({type(e).__name__}: {str(e)[:200]})"
-        return submission.name, [not_graded(a, reason) for a in select(ids)], notes
-    return submission.name, results, notes
+        results = [not_graded(a, reason) for a in assignments]
+    return submission.name, results, notes, statuses(submission, assignments, results)
+
+
+# ------------------------------------------------------------------ why a score is what it is
+NO_FILES = "no files found"
+SYNTAX_ERROR = "syntax error"
+WRONG = "wrong"
+WORDS = {OK: "ok", FAIL: WRONG, EXCEPTION: "exception", NOT_IMPLEMENTED: "not implemented", TIMEOUT: "timeout",
+         CRASHED: "crashed", NOT_GRADED: NOT_GRADED}      # a Result's status as the gradebook says it
+
+
+def no_files(submission, assignments) -> bool:
+    """Whether the folder holds no file of the assignments' modules at any place a student puts one."""
+    return not any(p.is_file() for a in assignments for t in a.targets for p in _places(Path(submission), t))
+
+
+def nothing_found(assignments) -> str:
+    files = sorted({f"minitransformer/{t.module.replace('.', '/')}.py" for a in assignments for t in a.targets})
+    return (f"{NO_FILES}: the folder holds none of {', '.join(files)} (with its path, or by its name alone): "
+            "the wrong folder, or a zip nested too deep?")
+
+
+def statuses(submission, assignments, results) -> dict:
+    """assignment id -> (status, reason), as the gradebook shows them: the Result's status in words
+    (ok, wrong, exception, not implemented, timeout, crashed, not graded) with its message, a stub
+    left because the file at the target's place is not valid Python as "syntax error" with the
+    line, and a folder without any file of the package as "no files found"."""
+    found = {}
+    parsed = Parsed(Path(submission))
+    for r in results:
+        a = next(a for a in assignments if a.id == r.id)
+        status, reason = WORDS[r.status], r.message
+        if r.message.startswith(NO_FILES):
+            status = NO_FILES
+        elif r.status == NOT_IMPLEMENTED:
+            broken = _syntax_error(Path(submission), a, parsed)
+            status, reason = (SYNTAX_ERROR, broken) if broken else (status, reason)
+        elif r.status == FAIL:
+            reason = _first_wrong(r)
+        reason = re.sub(r"\S*mt-staged-\w+/", "", reason)      # the grader's staging folder, not the student's
+        found[r.id] = (status, reason.removeprefix(f"{status}: ").removeprefix(f"{WORDS[r.status]}: "))
+    return found
+
+
+def _syntax_error(submission: Path, assignment, parsed) -> str:
+    """The first file at one of the assignment's places that is not valid Python: its path and line."""
+    for t in assignment.targets:
+        for path in _places(submission, t):
+            entry = parsed.get(path)
+            if isinstance(entry, Unreadable) and "not valid Python" in str(entry):
+                return f"{path.relative_to(submission).as_posix()}: {entry}"
+    return ""
+
+
+def _first_wrong(result) -> str:
+    """The first wrong tensor and its diagnosis, or the first check of the rubric failed."""
+    row = next((r for r in result.rows if not r.ok), None)
+    if row is not None:
+        return f"{row.name}: relative error {row.rel_error:.2g}" + (f"; {row.diagnosis}" if row.diagnosis else "")
+    mark = next((m for m in result.rubric if not m.passed), None)
+    return f"failed: {mark.name}" if mark else result.message
 
 
 def cell(text: str) -> str:
@@ -104,24 +171,26 @@ def grade_class(folder, ids=(), out="gradebook", *, jobs: int = 1, limits: Limit
     rows, written = {}, [write_seed(out, seed)] if write_seed_file else []
     files = report_files([task[0].name for task in tasks])
 
-    def record(name, results, notes):
+    def record(name, results, notes, said):
         report = gradescope(results, notes)
+        problems = []                                # the gradebook's notes: never the ignored files
         try:
             (out / files[name]).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
             written.append(files[name])
         except OSError as e:
-            notes = notes + [f"could not write {name}.json ({e.strerror})"]
-        rows[name] = _row(name, results, notes, assignments, report["score"])
+            problems.append(f"could not write {name}.json ({e.strerror})")
+        rows[name] = _row(name, results, problems, assignments, report["score"], said)
         if progress:
             progress(name, report)
 
     for task in _in_pool(tasks, jobs, record):      # their worker died: again, each alone
         if _in_pool([task], 1, record):
             reason = "the grading process died twice (killed, or out of memory)"
-            record(task[0].name, [not_graded(a, reason) for a in assignments], [])
+            results = [not_graded(a, reason) for a in assignments]
+            record(task[0].name, results, [], statuses(task[0], assignments, results))
     with open(out / GRADEBOOK, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(["student"] + [a.id for a in assignments] + ["total", "notes"])
+        writer.writerow(["student"] + [a.id for a in assignments] + ["total"] + columns(assignments) + ["notes"])
         writer.writerows(rows[task[0].name] for task in tasks)
     (out / MANIFEST).write_text("\n".join(written + [GRADEBOOK]) + "\n", encoding="utf-8")
     return out / GRADEBOOK
@@ -142,16 +211,29 @@ def report_files(names) -> dict:
     return files
 
 
-def _row(name, results, notes, assignments, total) -> list:
-    """A gradebook row: a score per assignment ("not graded" where none could be computed), the
-    total, and the notes: what was not graded and why, how it was confined, what was ignored."""
+def columns(assignments) -> list:
+    """The gradebook's columns after the total: a status per assignment."""
+    return [f"{a.id} status" for a in assignments]
+
+
+def _row(name, results, problems, assignments, total, said) -> list:
+    """A gradebook row: a score per assignment ("not graded" where none could be computed), the total,
+    a status per assignment (``statuses``), and the notes: how it was confined, then each assignment
+    that is not ok with its reason (the files the grader ignored are in the student's JSON, not here)."""
     by_id = {r.id: r for r in results}
     scores = [by_id[a.id].score if a.id in by_id else None for a in assignments]
-    said = [f"{NOT_GRADED}: {r.id}: {r.message.removeprefix('not graded: ')}" for r in results
-            if r.score is None]
-    said += sorted({r.confinement for r in results if r.confinement})
-    return ([cell(name)] + [NOT_GRADED if s is None else s for s in scores]
-            + [NOT_GRADED if total is None else total, cell("; ".join(said + notes)[:600])])
+    status = [said.get(a.id, (NOT_GRADED, ""))[0] for a in assignments]
+    reasons = sorted({r.confinement for r in results if r.confinement})
+    if all(s == NO_FILES for s in status) and status:
+        reasons.append(f"{NO_FILES}: {said[assignments[0].id][1]}")
+    else:                                     # one reason said once, for every assignment it holds for
+        groups: dict = {}
+        for a in assignments:
+            if a.id in said and said[a.id][0] != "ok":
+                groups.setdefault((said[a.id][0], said[a.id][1].removeprefix("not graded: ")), []).append(a.id)
+        reasons += [f"{', '.join(ids)}: {status}: {reason}" for (status, reason), ids in groups.items()]
+    return ([cell(name)] + [NOT_GRADED if s is None else s for s in scores] + [NOT_GRADED if total is None else total]
+            + status + [cell("; ".join(reasons + problems)[:1000])])
 
 
 def _in_pool(tasks, jobs: int, record) -> list:

@@ -151,9 +151,10 @@ _CROSS_ENTROPY = (
             "."),
     Passage(f"{F}.cross_entropy", "log-probabilities. softmax = exp(logp) is recomputed in", "log-probabilities"),
     Passage(f"{F}.cross_entropy", "\n                            # backward (one pass) rather than stored as a second (N, V) array"),
-    Passage("plots.training", "# (1, V) = (softmax - q) / 1", "# (1, V)"),
     Passage("plots.training", """read off the library's gradient rather than typed in: dL/dz = (softmax(z) - q) / N, so
     with one row (N = 1) q = softmax(z) - dL/dz.""", "read off the library's gradient rather than typed in."),
+    Passage("plots.training", "q = softmax(z) - dL/dz for one row of logits z = 0 (any z gives the same q).",
+            "q, the target the gradient implies, for one row of logits z = 0 (any z gives the same q)."),
 )
 
 PASSAGES = {
@@ -341,3 +342,20 @@ def strip(dest: Path, targets) -> None:
     for m, text in texts.items():
         if text != original[m]:
             files[m].write_text(text, encoding="utf-8")
+
+
+HIDDEN = ("{tensors}: a mistake the catalogue knows, whose message would state the backward's formula; "
+          "without the derivations this copy does not say it: derive the backward from the forward again")
+
+
+def without_formulas(records: list, ids) -> list:
+    """The assignments' ``records`` (assignment.Assignment.record, the copy's mark) with the catalogue's
+    message of every backward mistake of the assignments ``ids`` said without the formula: a message
+    names the right backward to say what the student missed, and the local check prints it."""
+    hidden = []
+    for r in records:
+        if r["id"] in ids:
+            r = dict(r, mistakes=[dict(m, message=HIDDEN.format(tensors=", ".join(m["tensors"])))
+                                  if "out" not in m["tensors"] else m for m in r["mistakes"]])
+        hidden.append(r)
+    return hidden

@@ -140,12 +140,25 @@ def strip_trusted(dest: Path) -> None:
 
 def _stubbed(assignments) -> dict:
     """Target -> the stub's message: the assignments' targets and the code that computes them all
-    the same (their ``equivalents``)."""
+    the same (their ``equivalents``, stubbed with the assignment they compute: an equivalent that
+    shipped working would hand out that assignment's answer, even where another assignment needs it)."""
     targets = {t: "implement me" for a in assignments for t in a.targets}
+    for t, a in stubbed_with(assignments).items():
+        targets[t] = (f"stubbed with the {a.id} assignment, as it computes {a.id}'s functions all the same: "
+                      f"implement it too (HOMEWORK.md, {a.id})")
+    return targets
+
+
+def stubbed_with(assignments) -> dict:
+    """Target -> the assignment it is stubbed with: each equivalent of the ``assignments`` that is not
+    one of their own targets (the handout lists it under that assignment)."""
+    own = {t for a in assignments for t in a.targets}
+    found: dict = {}
     for a in assignments:
         for t in a.equivalents:
-            targets.setdefault(t, f"computes the {a.id} assignment; left out of the student's copy")
-    return targets
+            if t not in own:
+                found.setdefault(t, a)
+    return found
 
 
 def pristine(dest: Path, package_dir: Path = PACKAGE_DIR) -> Path:
@@ -200,7 +213,12 @@ def export(ids, out, *, with_solutions: bool = False, package_dir: Path = PACKAG
             write_expected(dest, [a.id for a in assignments])
             from ..trace.compare import write_reference        # the reference trace's numbers (docs/trace.md)
             write_reference(dest, assignments)
-        write_marker(dest, [a.id for a in assignments], [a.record() for a in every_assignment()])
+        records = [a.record() for a in every_assignment()]
+        if not derivations:                                  # the catalogue's messages state the right backward
+            from .derivations import without_formulas
+            owners = {a.id for a in every_assignment() if set(a.targets) & set(stubbed)}
+            records = without_formulas(records, owners)
+        write_marker(dest, [a.id for a in assignments], records)
         from .local import write_handed_out                  # what the local check stages over
         write_handed_out(dest)
     (out / "HOMEWORK.md").write_text(handout(assignments, package_dir, derivations), encoding="utf-8")
@@ -249,25 +267,34 @@ def _copy_lectures(package_dir: Path, dest: Path) -> None:
 
 
 def handout(assignments, package_dir: Path, derivations: bool = True) -> str:
-    """HOMEWORK.md: how to work, check and hand in, then each assignment's page (homework/handout.py);
-    ``derivations=False``: said so at the top, and no formula the copy's stubs lost."""
-    from .handout import page
+    """HOMEWORK.md: the setup, how to work, check and hand in, then each assignment's page
+    (homework/handout.py, told what this export set and stubbed); ``derivations=False``: said so at
+    the top, and no formula the copy's stubs lost."""
+    from .handout import Copy, page, setup_line
+    copy = Copy.of(assignments, derivations)
+    ids = ", ".join(f"`{a.id}`" for a in assignments)
     parts = ["# Homework\n",
-             "Implement the functions below in this copy of minitransformer. Each one keeps its",
-             "signature and its docstring (the equation, the shapes, the conventions); replace the",
-             "`raise NotImplementedError` line with the body. Work in this folder: every command below",
-             "runs here.\n",
-             "- Check an assignment: `python -m minitransformer homework check . ID` (or run",
-             "  `starter_ID.py`, also as a notebook) is your local check, not your grade: it checks your code",
-             "  as the grader does (the same cases, tolerance, diagnoses and rubric) on the public seed 0's",
-             "  numbers stored in this copy; your instructor grades other inputs, drawn from a secret seed.",
-             "- Hand in the files you edited (each page names them) with their paths inside the package:",
-             "  this folder, or those files in their folders (a zip keeps the paths). Only the bodies of the",
-             "  assigned functions are graded.",
+             f"Assigned in this copy: {ids} ({sum(a.points for a in assignments)} points). Implement the "
+             "functions each page below names, in this copy of minitransformer. Each one keeps its signature and "
+             "its docstring (the equation, the shapes, the conventions); replace the `raise NotImplementedError` "
+             "line with the body. Every other function of the package ships working, except those a page lists "
+             "as stubbed with its assignment.\n",
+             "## Setup\n",
+             setup_line() + "\n",
+             "## Working, checking, handing in\n",
+             "- Check: `python -m minitransformer homework check . ID` (or run `starter_ID.py`, also as a notebook) "
+             "is your local check, not your grade: it checks your code as the grader does (the same cases, "
+             "tolerance, diagnoses and rubric) on the public seed 0's numbers stored in this copy; your "
+             "instructor grades other inputs, drawn from a secret seed. Without an ID it checks every assignment "
+             "of this copy.",
+             "- Hand in this folder's `minitransformer/` (`python -m zipfile -c handin.zip minitransformer`), or "
+             "the files you edited (each page names them) with their paths inside the package. Only the bodies "
+             "of the assigned functions are graded.",
+             "- Train with your code: `python -m minitransformer train --steps 300` (each page says what it proves).",
              "- The lectures named below: `python -m minitransformer lectures --out lectures` copies them here.",
              _derivations_said(assignments, derivations) + "\n"]
     for a in assignments:
-        parts.append(page(a.id) + "\n")
+        parts.append(page(a.id, copy) + "\n")
     text = "\n".join(parts) + "\n"
     if derivations:
         return text

@@ -183,31 +183,41 @@ def used_yours(result, done: dict) -> str:
 
 
 def stubbed_needs(result) -> str:
-    """The line saying which functions the graded assignment builds on are stubs in this copy though no
-    assignment of it asks for them (they raise here; the grader answers them with the reference); ""
-    when there are none."""
+    """The line saying which functions the graded assignment builds on are stubs in this copy though
+    they are not graded as its own (they raise here until written; the grader answers them with the
+    reference), and which assignment of the copy they are stubbed with, if any; "" when there are none."""
     from .registry import get, needed
     sources, own = handed_out_sources(), set(copy_assignments())
     if sources is None:
         return ""
-    stubs = [t.qualname for b in needed(get(result.id)) if b.id not in own for t in b.targets
-             if _is_stub(sources.get(Path(*t.module.split(".")).with_suffix(".py").as_posix()), t.qualname)]
+    stubs = {t.qualname: _stub_text(sources.get(Path(*t.module.split(".")).with_suffix(".py").as_posix()), t.qualname)
+             for b in needed(get(result.id)) if b.id not in own for t in b.targets}
+    stubs = {name: text for name, text in stubs.items() if text is not None}
     if not stubs:
         return ""
-    return (f"{result.id} calls {listed(stubs)}, which this copy holds stubbed though no assignment of it asks "
-            f"for {'it' if len(stubs) == 1 else 'them'}: {'it raises' if len(stubs) == 1 else 'they raise'} here; "
-            "the grader uses the reference")
+    one = len(stubs) == 1
+    owners = sorted({m.group(1) for m in map(_STUBBED_WITH.search, stubs.values()) if m})
+    why = (f"stubbed in this copy with the {listed(owners)} assignment{'s' if len(owners) > 1 else ''} "
+           f"(HOMEWORK.md: write {'it' if one else 'them'} too)" if owners else
+           f"which this copy holds stubbed though no assignment of it asks for {'it' if one else 'them'}")
+    return (f"{result.id} calls {listed(list(stubs))}, {why}: {'it raises' if one else 'they raise'} here "
+            "until written; the grader uses the reference")
 
 
-def _is_stub(source, qualname: str) -> bool:
-    """Whether ``qualname``'s body in ``source`` (bytes) is only ``raise NotImplementedError(...)``."""
+_STUBBED_WITH = re.compile(r"stubbed with the (\w+) assignment")
+
+
+def _stub_text(source, qualname: str):
+    """The stub's raise as source when ``qualname``'s body in ``source`` is only ``raise
+    NotImplementedError(...)``; else None."""
     from .outside import find, is_docstring, parse
     try:
         func = find(parse(source), qualname) if source is not None else None
     except (SyntaxError, ValueError):
-        return False
+        return None
     body = [n for n in func.body if not is_docstring(n)] if func is not None else []
-    return len(body) == 1 and isinstance(body[0], ast.Raise) and "NotImplementedError" in ast.unparse(body[0])
+    stub = len(body) == 1 and isinstance(body[0], ast.Raise) and "NotImplementedError" in ast.unparse(body[0])
+    return ast.unparse(body[0]) if stub else None
 
 
 def _score(result) -> str:

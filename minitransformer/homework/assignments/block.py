@@ -131,7 +131,8 @@ ASSIGNMENT = Assignment(
     id="block", title="A whole pre-norm block: Residual and DecoderBlock backward", lecture=L3, points=10,
     targets=("layers.residual:Residual.backward", "layers.blocks:DecoderBlock.backward"),
     needs=("mha", "layernorm", "rmsnorm", "gelu", "relu", "dropout", "linear"),
-    equivalents=("layers.blocks:EncoderBlock.backward",),                      # the block without cross-attention
+    equivalents=("layers.blocks:EncoderBlock.backward",                        # the block without cross-attention
+                 "models.gpt_reference:gpt_loss_and_gradients"),               # a whole pre-norm block's backward, written out
     cases=cases(module("layers.blocks:DecoderBlock"), ("out", "dx", "dmemory", "d*.*"),
                 ("block: pre-norm decoder block", draw),
                 ("block: post-norm", lambda rng: draw(rng, norm_position="post")),

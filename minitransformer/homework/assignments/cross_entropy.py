@@ -159,7 +159,8 @@ ASSIGNMENT = Assignment(
     targets=("functional.softmax:log_softmax_forward", "functional.softmax:log_softmax_backward",
              "functional.cross_entropy:cross_entropy_forward", "functional.cross_entropy:cross_entropy_backward"),
     equivalents=("functional.softmax:softmax_forward", "functional.softmax:softmax_backward",
-                 "functional.softmax:softmax_backward_jacobian"),              # log(softmax) = log_softmax
+                 "functional.softmax:softmax_backward_jacobian",               # log(softmax) = log_softmax
+                 "plots.training:_implied_target"),                            # q = softmax - dL/dz: the backward read back
     cases=cases(pair("functional.softmax", "log_softmax"), ("out", "dx"),
                 ("log_softmax: rows of x (B, T, V)", bct), float32="log_softmax")
     + cases(pair("functional.cross_entropy", "cross_entropy"), ("out", "dlogits"),
