@@ -150,6 +150,7 @@ def _row(name, results, notes, assignments, total) -> list:
     said = [f"{NOT_GRADED}: {r.id}: {r.message.removeprefix('not graded: ')}" for r in results
             if r.score is None]
     said += sorted({r.confinement for r in results if r.confinement})
+    said += [f"flagged: {r.id}: {flag}" for r in results for flag in r.flags]   # for the instructor to read
     return ([cell(name)] + [NOT_GRADED if s is None else s for s in scores]
             + [NOT_GRADED if total is None else total, cell("; ".join(said + notes)[:600])])
 

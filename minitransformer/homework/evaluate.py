@@ -34,8 +34,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..gradcheck import check_module, check_pair
+from .child import BLOCKED
 from .diagnose import Row, compare
-from .graded import REFERENCE, Case, input_gradients, module_arguments, resolve, tolerance
+from .graded import BACKWARD_CALLS, REFERENCE, Case, input_gradients, module_arguments, resolve, tolerance
 from .mistakes import dtype_message, mutation_message
 from .registry import get
 from .result import EXCEPTION, FAIL, NOT_IMPLEMENTED, OK, Result
@@ -43,6 +44,9 @@ from .rubric import UNCHANGED, score
 from .sandbox import ChildGone, StudentError
 
 RAISED, DTYPE, PARAMS = "raised", "dtype", "d(parameters)"
+FORWARD_IN_BACKWARD = ("the backward calls its own forward ({forward}): it is not derived, it differentiates "
+                       "the forward (numerically or by rerunning it); the graded backward runs with its "
+                       "forward unavailable")
 NOT_PARAMETERS = ("out", "dx", "dmemory", RAISED, DTYPE, UNCHANGED)
 NAN = float("nan")
 
@@ -79,7 +83,7 @@ def _student_pair(student, graded, case, g):
                             f"(out, cache), it returned a {type(value).__name__}"})
     out, cache = value
     try:
-        grads, args_after, _ = student.call(check.backward, (g, cache), {})
+        grads, args_after, _ = student.call(check.backward, (g, cache), {}, blocked=check.forward)
     except StudentError as e:
         return {"out": out}, (after, None), None, e
     grads = grads if isinstance(grads, tuple) else (grads,)
@@ -93,11 +97,12 @@ def _student_module(student, graded, case, g, state):
     args, kwargs = module_arguments(case, lambda target, kw: student.call(target, (), kw)[0])
     module = student.module(graded.check.forward, *args, **kwargs)
     module.load_state_dict(state)
-    out, _, after = module.call("forward", (), dict(case.inputs))
-    try:
-        grads, args_after, _ = module.call("backward", (g,))
-    except StudentError as e:
-        return {"out": out}, (after, None), None, e, module
+    for _ in range(int(case.kwargs.get(BACKWARD_CALLS, 1))):       # twice: the gradients must add up
+        out, _, after = module.call("forward", (), dict(case.inputs))
+        try:
+            grads, args_after, _ = module.call("backward", (g,), blocked=f"{graded.check.forward}.forward")
+        except StudentError as e:
+            return {"out": out}, (after, None), None, e, module
     results = {"out": out, **input_gradients(grads, "memory" in case.inputs)}
     for name, _, grad in module.parameters():
         results[f"d{name}"] = grad
@@ -123,6 +128,8 @@ class Tally:
         self.numerical: dict = {}
         self.outcomes: dict = {}        # (case name, tensor) -> bool, for the rubric
         self.errors: list = []          # (case name, StudentError)
+        self.trivial: dict = {}         # case name -> every example's answer trivially reachable so far
+        self.flags: list = []           # what the instructor should look at (a backward calling its forward)
 
     def add(self, case, tensor, row: Row, *, scored: bool = True, into=None) -> None:
         rows = self.rows if into is None else into
@@ -268,6 +275,7 @@ def grade_case(tally, graded, index, student, reference, seed, examples) -> None
     for e in range(examples if reference.examples is None else min(examples, reference.examples)):
         drawn = reference.case(graded, index, e, seed)
         case, ref, g, state = drawn.case, drawn.expected, drawn.upstream, drawn.state
+        tally.trivial[graded.name] = tally.trivial.get(graded.name, True) and trivially_reachable(drawn)
         module = None
         try:
             if graded.check.checker == "module":
@@ -285,9 +293,30 @@ def grade_case(tally, graded, index, student, reference, seed, examples) -> None
                 tally.outcomes[(graded.name, tensor)] = False     # example is not right on this one
             tally.errors.append((graded.name, error))
             tally.add(graded.name, RAISED, Row(graded.name, "-", NAN, NAN, False, error_text(error)))
+            _flag(tally, graded, error)
             return
         if e == 0 and _runs_numerical(graded):
             _numerical(tally, graded, case, student, module, seed)
+
+
+def _flag(tally, graded, error) -> None:
+    """A backward that raised because it called its own forward: flagged for the instructor."""
+    if error.type == BLOCKED:
+        flag = FORWARD_IN_BACKWARD.format(forward=graded.check.forward.split(":")[1])
+        if flag not in tally.flags:
+            tally.flags.append(flag)
+
+
+def trivially_reachable(drawn) -> bool:
+    """Every expected result of this example is all zeros, or a copy of an input or of the upstream
+    gradient: code that computes nothing gets it right (the rubric counts it only beside real work)."""
+    given = [v for v in (*drawn.case.inputs.values(), *drawn.case.kwargs.values(), drawn.upstream)
+             if isinstance(v, np.ndarray)]
+    found = [np.asarray(r) for r in drawn.expected.values() if r is not None]
+
+    def trivial(r):
+        return not np.any(r) or any(v.shape == r.shape and np.array_equal(v, r) for v in given)
+    return bool(found) and all(trivial(r) for r in found)
 
 
 def _unjudged(ref: dict, results) -> list:
@@ -314,20 +343,22 @@ def run(assignment_id: str, student, *, seed: int = 0, examples: int = 3, refere
         except StudentError as e:             # raised outside the student's call (a Module's params)
             tally.errors.append((graded.name, e))
             tally.add(graded.name, RAISED, Row(graded.name, "-", NAN, NAN, False, error_text(e)))
-    earned, marks = score(assignment_id, tally.outcomes)
+    earned, marks = score(assignment_id, tally.outcomes, trivial=[c for c, t in tally.trivial.items() if t])
     return _result(assignment, tally, earned, marks)
 
 
 def _result(assignment, tally, earned, marks) -> Result:
+    """The Result: a right forward keeps its points when the backward raised or is not written yet."""
     errors = [e for _, e in tally.errors]
+    modules = {g.name for g in assignment.cases if g.check.checker == "module"}
+    rows = _collapse_parameters(tally.rows, modules) + list(tally.numerical.values())
     if len(errors) == len(assignment.cases) and all(e.type == "NotImplementedError" for e in errors):
-        return Result(assignment.id, assignment.points, 0.0, NOT_IMPLEMENTED, error_text(errors[0]), rubric=marks)
+        return Result(assignment.id, assignment.points, earned, NOT_IMPLEMENTED, error_text(errors[0]), rows,
+                      marks, flags=tally.flags)
     status = OK if all(m.passed for m in marks) else EXCEPTION if errors else FAIL
     message = error_text(errors[0]) + (f" (and {len(errors) - 1} more case(s) raised)" if len(errors) > 1
                                        else "") if errors else ""
-    modules = {g.name for g in assignment.cases if g.check.checker == "module"}
-    rows = _collapse_parameters(tally.rows, modules) + list(tally.numerical.values())
-    return Result(assignment.id, assignment.points, earned, status, message, rows, marks)
+    return Result(assignment.id, assignment.points, earned, status, message, rows, marks, flags=tally.flags)
 
 
 def _collapse_parameters(rows: dict, module_cases: set) -> list:

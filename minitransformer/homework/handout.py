@@ -21,6 +21,14 @@ from .registry import get
 from .rubric import render
 
 
+DERIVED = ("A backward is derived by hand: it computes its gradient from the cache with the formula you derived. A "
+           "backward that calls its own forward (central differences of it, or the forward rerun to recover "
+           "what the cache should hold) is not the assignment: the grader runs your backward with its forward "
+           "unavailable, so such a backward raises and earns none of its gradients' points, and the result is "
+           "flagged for your instructor. A backward may call other functions (a helper, another function of "
+           "the package), never its own forward.")
+
+
 def _package():
     return __name__.split(".")[0]
 
@@ -90,6 +98,8 @@ def page(assignment_id: str) -> str:
               "about 1e-12 off; a bug is off by 1e-2 or more."]
     if a.handout:
         lines += ["", a.handout]
+    if any(c.check.backward is not None or c.check.checker == "module" for c in cases):
+        lines += ["", DERIVED]
     lines += ["", "### Rubric", "", render(a.id)]
     lines += ["", "### Check it locally", "",
               "In this folder (the one holding HOMEWORK.md):", "",

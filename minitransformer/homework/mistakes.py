@@ -174,6 +174,8 @@ def diagnose_all(assignment_id, inputs, student: dict, reference: dict, *, funct
         swapped = _swapped(tensor, student, reference, inputs)
         mistake = None if swapped else recognise(assignment_id, tensor, inputs, s, r, function=function,
                                                   cache=cache, others=others)
+        if nan and mistake is not None and mistake.match is not None:
+            nan = mistake.message                # a predicate that recognises where the NaN comes from
         messages[tensor] = nan or swapped or (mistake.message if mistake else row.diagnosis) or \
             _another_array(tensor, s, inputs, reference) or scale_pattern(s, r)
     return messages

@@ -4,7 +4,7 @@ An entry of the catalogue (homework/mistakes.py) recognises a mistake in one of 
 ways: a variant computes what the wrong line gives (the reference with one thing
 changed: trusted side, in the assignment's file of homework/assignments/), or a
 predicate here looks at a property of the student's array: a gradient never
-accumulated (all zero), accumulated twice, missing, another dropout mask, one slice
+accumulated (all zero), accumulated twice, assigned instead of added, missing, another dropout mask, one slice
 per query head, a bias gradient left at the scores' shape. The predicates compute
 nothing of the reference, so they ship in a student's copy, whose local check then
 names these mistakes too (its variants are stored numbers: homework/expected.py).
@@ -86,13 +86,33 @@ def doubled(inp, tensor, student, reference) -> bool:
     return bool(np.max(np.abs(s - 2 * r)) <= 1e-5 * np.max(np.abs(r)))
 
 
+def assigned(inp, tensor, student, reference) -> bool:
+    """One call's gradient where n > 1 calls on the same inputs add theirs: assigned, not added."""
+    n = int(inp.get("backward_calls", 1))
+    if n < 2 or not _is_param(tensor) or student is None or np.shape(student) != np.shape(reference) \
+            or not np.any(reference):
+        return False
+    s, r = _f64(student), _f64(reference)
+    return bool(np.max(np.abs(s - r / n)) <= 1e-5 * np.max(np.abs(r)))
+
+
+def nothing_kept_nan(inp, tensor, student, reference) -> bool:
+    """Every target ignored, and NaN/inf where 0 is due: the mean over N_kept = 0 targets, 0/0."""
+    targets = inp.get("targets")
+    if targets is None or student is None or np.asarray(student).dtype.kind != "f":
+        return False
+    s = np.asarray(student)
+    return bool(np.all(np.asarray(targets) == inp.get("ignore_index", -100))) and not np.all(np.isfinite(s)) \
+        and np.shape(s) == np.shape(reference) and bool(np.all(np.isfinite(reference)))
+
+
 def missing(inp, tensor, student, reference) -> bool:
     """A gradient that was not returned at all."""
     return student is None and reference is not None
 
 
 MATCHES = {f.__name__: f for f in (other_mask, dropout_in_eval, repeat_kv_not_summed, dbias_not_reduced,
-                                   never_accumulated, doubled, missing)}
+                                   never_accumulated, doubled, assigned, nothing_kept_nan, missing)}
 
 
 def name_of(match) -> str | None:
