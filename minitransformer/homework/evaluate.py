@@ -38,6 +38,7 @@ from .child import BLOCKED
 from .diagnose import Row, compare
 from .graded import BACKWARD_CALLS, REFERENCE, Case, input_gradients, module_arguments, resolve, tolerance
 from .mistakes import dtype_message, mutation_message
+from .properties import JUDGES
 from .registry import get
 from .result import EXCEPTION, FAIL, NOT_IMPLEMENTED, OK, Result
 from .rubric import UNCHANGED, score
@@ -147,14 +148,44 @@ def _row(name, s, r, tol) -> Row:
     return compare(name, s, r, tol=tol)
 
 
-def _judge(tally, graded, ref, g, student, diagnose) -> None:
+def _by_property(graded, case, g, student, tol) -> dict:
+    """The rows of a case judged by a property (properties.JUDGES): its message, or a catalogue
+    predicate's that recognises the tensor (more pointed)."""
+    inputs = dict(case.inputs, **case.kwargs, upstream=g)
+    rows = {}
+    for tensor, (ok, message) in JUDGES[graded.judge](inputs, student, g, tol).items():
+        s = student.get(tensor)
+        if not ok:
+            message = _predicate_message(graded, tensor, inputs, s) or message
+        rows[tensor] = Row(f"{graded.name} · {tensor}", str(np.shape(s)), NAN, NAN, ok, message)
+    return rows
+
+
+def _predicate_message(graded, tensor, inputs, student) -> str:
+    """The first catalogue entry of the case's function with a predicate that recognises ``student``."""
+    from fnmatch import fnmatchcase
+    for mistake in get(graded.assignment).mistakes:
+        if mistake.match is None or mistake.function != stem(graded) or \
+                not any(fnmatchcase(tensor, t) for t in mistake.tensors):
+            continue
+        try:
+            if mistake.match(inputs, tensor, student, None):
+                return mistake.message
+        except (KeyError, ValueError, TypeError, IndexError):
+            continue
+    return ""
+
+
+def _judge(tally, graded, ref, g, student, diagnose, case=None) -> None:
     """Compare every tensor the student returned; diagnose the wrong ones (the catalogue, then
     the generic patterns of homework/diagnose.py)."""
     tol, rows = tolerance(graded), {}
+    if graded.judge is not None:
+        rows = _by_property(graded, case, g, student, tol)
     for tensor, r in ref.items():
-        if r is not None and tensor in student:
+        if graded.judge is None and r is not None and tensor in student:
             rows[tensor] = _row(f"{graded.name} · {tensor}", student[tensor], r, tol)
-    if any(not row.ok for row in rows.values()):
+    if graded.judge is None and any(not row.ok for row in rows.values()):
         clean = {t: v if _is_array(v) else None for t, v in student.items()}
         messages = diagnose(clean)
         for tensor, row in rows.items():
@@ -286,7 +317,7 @@ def grade_case(tally, graded, index, student, reference, seed, examples) -> None
             results, error = None, err
         if results is not None:
             _judge(tally, graded, ref, g, results,
-                   lambda student: reference.diagnose(graded, index, e, drawn, student))
+                   lambda student: reference.diagnose(graded, index, e, drawn, student), case)
             _unchanged(tally, graded, case, afters, g if error is None else None, g_after)
         if error is not None:
             for tensor in _unjudged(ref, results):       # an exception is no pass: right on an earlier

@@ -40,6 +40,18 @@ def other_mask(inp, tensor, student, reference) -> bool:
     return bool(np.any(kept != m)) and np.allclose(s[kept], scaled[kept], rtol=1e-4, atol=0)
 
 
+def keeps_p_drop(inp, tensor, student, reference) -> bool:
+    """The random path keeping a fraction p_drop of the entries (the drop mask used as the keep mask)."""
+    from .properties import keep_bound
+    if inp.get("mask") is not None or not inp.get("training", True) or tensor != "out" or student is None:
+        return False
+    s, p = np.asarray(student), float(inp["p_drop"])
+    if s.shape != np.shape(inp["x"]):
+        return False
+    fraction, bound = float((s != 0).mean()), keep_bound(p, s.size)
+    return abs(fraction - p) <= bound < abs(fraction - (1 - p))
+
+
 def dropout_in_eval(inp, tensor, student, reference) -> bool:
     """training=False, and entries dropped or scaled all the same."""
     return not inp.get("training", True) and student is not None and np.shape(student) == np.shape(reference) \
@@ -111,7 +123,7 @@ def missing(inp, tensor, student, reference) -> bool:
     return student is None and reference is not None
 
 
-MATCHES = {f.__name__: f for f in (other_mask, dropout_in_eval, repeat_kv_not_summed, dbias_not_reduced,
+MATCHES = {f.__name__: f for f in (other_mask, keeps_p_drop, dropout_in_eval, repeat_kv_not_summed, dbias_not_reduced,
                                    never_accumulated, doubled, assigned, nothing_kept_nan, missing)}
 
 
