@@ -292,6 +292,13 @@ def install_hook(roots, search=(), refused=REFUSED + ("gc.get_",), write_flags=W
 # ------------------------------------------------------------------ a backward without its forward
 BLOCKED = "ForwardCalledInBackward"      # the type name the parent sees (homework/evaluate.py flags it)
 _INHERITED = object()                    # a method the class did not define itself: deleted again after
+UNAVAILABLE = "_forward_unavailable"     # the stand-in's name: left out of where an exception was raised
+
+
+def student_frames(tb) -> list:
+    """The traceback's frames without the stand-in's own: the last is the student's line that called it."""
+    import traceback
+    return [f for f in traceback.extract_tb(tb) if f.name != UNAVAILABLE]
 
 
 class ForwardCalledInBackward(RuntimeError):
@@ -319,18 +326,18 @@ class blocked_forward:
         message = (f"{name} was called by the backward: a backward computes its gradient from the cache "
                    f"(derived by hand), it does not rerun or differentiate {name}")
 
-        def refused(*args, **kwargs):
+        def _forward_unavailable(*args, **kwargs):        # named UNAVAILABLE: left out of "where"
             raise ForwardCalledInBackward(message)
         if "." in qualname:                           # a Module's method: on its class
             cls = getattr(module, qualname.split(".")[0])
-            self._rebind(cls, name, vars(cls).get(name, _INHERITED), refused)
+            self._rebind(cls, name, vars(cls).get(name, _INHERITED), _forward_unavailable)
             return self
         old = getattr(module, name)
         for other in list(sys.modules.values()):
             if getattr(other, "__name__", "").startswith(self.package + "."):
                 for key, value in list(vars(other).items()):
                     if value is old:
-                        self._rebind(other, key, old, refused)
+                        self._rebind(other, key, old, _forward_unavailable)
         return self
 
     def _rebind(self, owner, key, old, new) -> None:
@@ -489,8 +496,7 @@ class Server:
 
 
 def describe(e: BaseException) -> dict:
-    import traceback
-    frames = traceback.extract_tb(e.__traceback__)
+    frames = student_frames(e.__traceback__)
     where = f"{frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if frames else ""
     return {"type": type(e).__name__[:80], "message": str(e)[:500], "where": where[:300]}
 

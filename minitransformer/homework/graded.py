@@ -20,7 +20,6 @@ None of this computes an assigned function: it calls the functions it is given.
 from __future__ import annotations
 
 import importlib
-import traceback
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -242,6 +241,7 @@ def _student(fn, args, kwargs):
     try:
         return fn(*args, **kwargs)
     except Exception as e:                   # noqa: BLE001 - the student's code: its result
-        frames = traceback.extract_tb(e.__traceback__)
+        from .child import student_frames
+        frames = student_frames(e.__traceback__)
         where = f"{frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if frames else ""
         raise StudentError({"type": type(e).__name__, "message": str(e), "where": where}) from None
