@@ -17,12 +17,14 @@ machine cannot wall the student's code in, the grading commands refuse unless
 ``--unconfined``, and every result says so.
 
 In a student's copy (a homework export) only the local check runs: ``homework
-check . ID`` checks the copy's own code on the public seed's stored numbers, and
-says it is no grade; the instructor's commands and options refuse there.
+check . ID`` stages and grades the copy as the grader does (homework/local.py) on the
+public seed's stored numbers, names first the code the grader will not see, and says it
+is no grade; the instructor's commands and options refuse there.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -144,10 +146,7 @@ def _walls(args) -> None:
     from ..homework.walls import missing
     lacking = missing()
     if in_student_copy():
-        if lacking:
-            print(f"note: your code runs without the kernel's walls here (no {', no '.join(lacking)}); "
-                  "fine for checking your own code", file=sys.stderr)
-        return
+        return                              # the local check says which walls stood (local.walls_line)
     if lacking and not args.unconfined:
         raise Refused(refusal(lacking))
     if lacking:
@@ -189,9 +188,8 @@ def _check(args) -> int:
             write_gradescope(json_file, [not_graded(a, e.args[0]) for a in select(ids)])
         raise
     if in_student_copy():
-        print("local check of this copy: the public seed 0's numbers stored in it, the grader's cases, "
-              "diagnoses and rubric; what the grader checks, not your grade")
-    elif not args.seed_file:
+        return _local_check(args, ids, start)
+    if not args.seed_file:
         print("note: graded on the public seed 0, whose inputs and results ship in every student's copy; "
               "for a grade: --seed-file F", file=sys.stderr)
     notes: list = []
@@ -202,6 +200,43 @@ def _check(args) -> int:
     print(f"{summary(results)}  ({time.perf_counter() - start:.1f} s)")
     if json_file is not None:
         write_gradescope(json_file, results, notes, time.perf_counter() - start)
+    return 0 if all_passed(results) else 1
+
+
+def _local_check(args, ids, start) -> int:
+    """``homework check .`` in a student's copy: staged and graded as the grader does (homework/local.py),
+    the code the grader will not see named first, the walls said once, and where an assignment ran on
+    the student's own version of one it builds on, said under it."""
+    from ..homework.grade import grade
+    from ..homework.local import handed_out_sources, stubbed_needs, used_yours
+    from ..homework.outside import outside
+    from ..homework.report import all_passed, format_notes, format_result, printable, summary
+    print("local check of this copy: staged as the grader stages it (only the bodies you write), its cases, "
+          "diagnoses and rubric on the public seed 0's numbers stored here; what the grader checks, not your grade")
+    if handed_out_sources() is None:
+        print("warning: this copy has no minitransformer/homework/copy.zip (the copy as handed out): your files are "
+              "staged as they are, so code outside the bodies counts here, not in the grader; export it again")
+    unseen = outside(args.dir)
+    for line in unseen:
+        print(f"warning: {printable(line)}")
+    done, said = {}, [""]
+
+    def show(r):
+        if r.confinement and r.confinement != said[0]:
+            print(printable(r.confinement))
+            said[0] = r.confinement
+        head, _, rest = format_result(dataclasses.replace(r, confinement="")).partition("\n")
+        notes = [f"   {printable(n)}" for n in (used_yours(r, done), stubbed_needs(r)) if n]
+        print("\n".join([head] + notes + ([rest] if rest else [])), flush=True)
+        done[r.id] = r
+    notes: list = []
+    results = grade(args.dir, ids, limits=_limits(args), notes=notes, progress=show)
+    if notes:
+        print(format_notes(notes))
+    if unseen:
+        print(f"ignored: {len(unseen)} change(s) outside the bodies you write (the warnings above): the grader "
+              "does not see them")
+    print(f"{summary(results)}  ({time.perf_counter() - start:.1f} s)")
     return 0 if all_passed(results) else 1
 
 

@@ -201,6 +201,8 @@ def export(ids, out, *, with_solutions: bool = False, package_dir: Path = PACKAG
             from ..trace.compare import write_reference        # the reference trace's numbers (docs/trace.md)
             write_reference(dest, assignments)
         write_marker(dest, [a.id for a in assignments], [a.record() for a in every_assignment()])
+        from .local import write_handed_out                  # what the local check stages over
+        write_handed_out(dest)
     (out / "HOMEWORK.md").write_text(handout(assignments, package_dir, derivations), encoding="utf-8")
     for a in assignments:
         (out / f"starter_{a.id}.py").write_text(starter(a, package_dir), encoding="utf-8")

@@ -24,18 +24,22 @@ None; the instructor re-runs it.
 
 Fail closed: where this machine lacks a wall (walls.missing()), ``grade`` refuses
 (``Unconfined``) unless ``unconfined=True``, and then every result says "graded
-unconfined". In a student's copy (its local check: not a grade) the walls are
-raised where the machine has them, and the results say what stood.
+unconfined". In a student's copy (its local check: not a grade) the submission is
+staged over the copy as handed out, what an assignment builds on runs in the child
+(homework/local.py), the walls are raised where the machine has them, and the
+results say what stood.
 """
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import time
 from pathlib import Path
 
 from .evaluate import run
-from .expected import Stored, in_student_copy
+from .expected import Stored, copy_assignments, in_student_copy
 from .graded import REFERENCE
+from .local import handed_out, plan, walls_line, where_in_copy
 from .needs import Answers
 from .registry import grading_order, needed, select
 from .result import CRASHED, NOT_GRADED, TIMEOUT, Result
@@ -74,30 +78,46 @@ def _not_stored(assignment) -> Result:
                   "assignment (homework export ... --out DIR)")
 
 
-def _needs(sandbox, assignment) -> None:
+def _needs(sandbox, assignment, local: bool = False) -> None:
     """The child asks this process for the functions ``assignment`` builds on, from now on; they are
     answered in a process of their own, bounded like the child (needs.isolated): the arguments are
-    the student's."""
-    targets = [[t.module, t.qualname] for a in needed(assignment) for t in a.targets]
+    the student's. In a local check the staged copy holds them (homework/local.py: the student's
+    where the copy assigns them, else as handed out) and the child runs them itself; only a copy
+    without copy.zip asks this process (the copy's own code) for those it does not assign."""
+    asked = needed(assignment)
+    if local:
+        own = set(copy_assignments())
+        asked = [] if handed_out() is not None else [a for a in asked if a.id not in own]
+    targets = [[t.module, t.qualname] for a in asked for t in a.targets]
     sandbox.answer_with(Answers(assignment.id, REFERENCE), isolate=bool(targets))
     if targets:
         sandbox.request("need", targets=targets)
+
+
+def _rewrite(result, where) -> None:
+    """``result``'s message and rows with each place in the staged copy as ``where`` writes it."""
+    result.message = where(result.message)
+    result.rows = [dataclasses.replace(r, diagnosis=where(r.diagnosis)) if r.diagnosis else r for r in result.rows]
 
 
 class NotGraded(Exception):
     """The grader could not compute a grade; the message says why."""
 
 
-def _grade_one(a, sandbox, copy_dir, limits, seed, examples, reference, required, budget_end) -> tuple:
-    """(result, the sandbox to go on with) of one assignment."""
+def _grade_one(a, sandbox, copy_dir, limits, seed, examples, reference, required, budget_end,
+               walls=None) -> tuple:
+    """(result, the sandbox to go on with) of one assignment; ``walls`` (a dict) receives the walls the
+    student's process stood behind (a local check says them)."""
     start = time.monotonic()
     try:
         if start >= budget_end:
             raise ChildGone("timeout", f"the submission's time budget ({limits.budget:g} s) is spent")
         if sandbox is None:
             sandbox = _start(copy_dir, limits, required)
+        if walls is not None:
+            walls.update(sandbox.walls)
         sandbox.deadline = min(start + limits.timeout, budget_end)
-        _needs(sandbox, a)
+        _needs(sandbox, a, local=walls is not None)
         result = run(a.id, sandbox, seed=seed, examples=examples, reference=reference)
         result.seconds = time.monotonic() - start
         return result, sandbox
@@ -127,10 +147,12 @@ def _start(copy_dir, limits, required) -> Sandbox:
 
 
 def grade_staged(copy_dir, assignments, *, limits: Limits = Limits(), seed: int = 0, examples: int = 3,
-                 progress=None, required: bool = True) -> list:
+                 progress=None, required: bool = True, where=None) -> list:
     """Results of ``assignments`` on a staged copy, in grading order. ``required``: the child must
-    stand behind every wall (an assignment is not graded otherwise)."""
+    stand behind every wall (an assignment is not graded otherwise); ``where``: rewrites a place in
+    the staged copy in a message (a local check: the student's file and line, local.where_in_copy)."""
     results, sandbox, reference = [], None, local_reference()
+    walls = {} if reference is not None else None
     budget_end = time.monotonic() + limits.budget
     try:
         for a in grading_order(assignments):
@@ -138,7 +160,11 @@ def grade_staged(copy_dir, assignments, *, limits: Limits = Limits(), seed: int 
                 result = _not_stored(a)
             else:
                 result, sandbox = _grade_one(a, sandbox, copy_dir, limits, seed, examples, reference, required,
-                                             budget_end)
+                                             budget_end, walls)
+                if walls:
+                    result.confinement = "local check: " + walls_line(walls)
+                if where is not None:
+                    _rewrite(result, where)
             results.append(result)
             if progress:
                 progress(result)
@@ -160,21 +186,30 @@ def grade(submission, ids=(), *, limits: Limits = Limits(), seed: int = 0, examp
     if lacking and not (unconfined or local):
         raise Unconfined(refusal(lacking))
     try:
-        copy_dir, ignored = stage(submission, assignments)
+        if local:                           # staged as the grader stages: homework/local.py
+            theirs, as_handed_out = plan(assignments)
+            copy_dir, ignored = stage(submission, theirs, listed=False,
+                                      handed_out_bodies=as_handed_out if handed_out() is not None else ())
+        else:
+            copy_dir, ignored = stage(submission, assignments)
     except (OSError, RecursionError, MemoryError) as e:
         reason = f"the submission could not be staged ({getattr(e, 'strerror', None) or type(e).__name__})"
+        return [not_graded(a, reason) for a in assignments]
+    except SyntaxError as e:            # a local check without copy.zip stages over the student's own files
+        reason = (f"a file of this copy is not valid Python ({e.msg}, line {e.lineno}), and without "
+                  "homework/copy.zip the check stages over your files: fix it, or export the copy again")
         return [not_graded(a, reason) for a in assignments]
     if notes is not None:
         notes.extend(ignored)
     try:
+        where = where_in_copy(copy_dir, submission, theirs) if local else None
         results = grade_staged(copy_dir, assignments, limits=limits, seed=seed, examples=examples,
-                               progress=progress, required=not (local or lacking))
+                               progress=progress, required=not (local or lacking), where=where)
     finally:
         shutil.rmtree(copy_dir, ignore_errors=True)
-    if lacking:
+    if lacking and not local:
         for r in results:
-            r.confinement = ("local check, not walled in: no " if local else "graded unconfined: no ") + \
-                            ", no ".join(lacking)
+            r.confinement = "graded unconfined: no " + ", no ".join(lacking)
     order = {a.id: i for i, a in enumerate(assignments)}
     return sorted(results, key=lambda r: order[r.id])
 

@@ -39,7 +39,9 @@ import tempfile
 import tokenize
 from pathlib import Path
 
+from .expected import in_student_copy
 from .export import MANIFEST, _find, body_span, pristine, source_lines
+from .local import handed_out
 
 MAX_BYTES = 1 << 20          # a source file larger than this is not read
 MAX_LISTED = 2000            # entries of the submission looked at for the notes
@@ -53,7 +55,9 @@ _PRISTINE: dict = {}
 def pristine_copy() -> Path:
     """The folder holding the grader's pristine minitransformer/ (every assignment of the course
     stubbed), made once per process and course (registry.FOLDERS) and removed when the process ends
-    (a check-class worker ends without atexit: multiprocessing's finalizer then)."""
+    (a check-class worker ends without atexit: multiprocessing's finalizer then). In a student's
+    copy (its local check), made of the copy as it was handed out (homework/local.py), never of the
+    student's files: a helper they added outside a body is missing there as in the grader's."""
     from .registry import FOLDERS
     course = tuple(str(f) for f in FOLDERS)
     if course not in _PRISTINE:
@@ -61,7 +65,11 @@ def pristine_copy() -> Path:
         root = Path(tempfile.mkdtemp(prefix="mt-pristine-"))
         atexit.register(shutil.rmtree, root, True)
         multiprocessing.util.Finalize(None, shutil.rmtree, args=(root, True), exitpriority=0)
-        pristine(root / "copy" / "minitransformer")
+        source = handed_out() if in_student_copy() else None
+        if source is None:
+            pristine(root / "copy" / "minitransformer")
+        else:
+            pristine(root / "copy" / "minitransformer", package_dir=source / "minitransformer")
         _PRISTINE[course] = root / "copy"
     return _PRISTINE[course]
 
@@ -275,10 +283,12 @@ def _stage_target(root: Path, t, rel: str, source: str, func) -> str | None:
     return None
 
 
-def stage(submission, assignments=None) -> tuple:
+def stage(submission, assignments=None, *, listed: bool = True, handed_out_bodies=()) -> tuple:
     """(staged folder, notes): a fresh pristine copy with the submission's target bodies (of every
     assignment when ``assignments`` is None); Ambiguous (nothing staged) for file names that do not
-    say which file they are."""
+    say which file they are. The local check (homework/local.py) lists nothing of the submission
+    (``listed=False``: the notes are the bodies not taken) and lays the bodies of
+    ``handed_out_bodies`` (assignments) as the copy was handed out."""
     from .registry import assignments as every_assignment
     assignments = every_assignment() if assignments is None else assignments
     submission = Path(submission)
@@ -288,17 +298,15 @@ def stage(submission, assignments=None) -> tuple:
     root = Path(tempfile.mkdtemp(prefix="mt-staged-"))
     try:
         shutil.copytree(pristine_copy() / "minitransformer", root / "minitransformer")
-        notes, used, parsed = [], {}, Parsed(submission)
-        for a in assignments:
-            for t in a.targets:
-                for path, source, func in _candidates(t, submission, parsed):
-                    note = _stage_target(root, t, _rel(path, submission), source, func)
-                    if note:
-                        notes.append(note)
-                        continue
-                    used.setdefault(path, []).append(t)
-                    break
-        notes += _notes(submission, parsed, used)
+        parsed = Parsed(submission)
+        notes, used = _lay(root, submission, assignments, parsed)
+        if listed:
+            notes += _notes(submission, parsed, used)
+        else:
+            notes += [f"{_rel(path, submission)}: {entry}; ignored" for path, entry in parsed.files.items()
+                      if isinstance(entry, Unreadable)]
+        if handed_out_bodies:
+            _lay(root, handed_out(), handed_out_bodies, Parsed(handed_out()))
         for path in root.rglob("*"):
             os.chmod(path, 0o755 if path.is_dir() else 0o644)
         os.chmod(root, 0o755)
@@ -306,6 +314,22 @@ def stage(submission, assignments=None) -> tuple:
         shutil.rmtree(root, ignore_errors=True)
         raise
     return root, notes
+
+
+def _lay(root: Path, submission: Path, assignments, parsed: Parsed) -> tuple:
+    """(notes, path -> the targets taken from it): each target's body from the first file of
+    ``submission`` that defines it and whose body fits, laid into the staged copy at ``root``."""
+    notes, used = [], {}
+    for a in assignments:
+        for t in a.targets:
+            for path, source, func in _candidates(t, submission, parsed):
+                note = _stage_target(root, t, _rel(path, submission), source, func)
+                if note:
+                    notes.append(note)
+                    continue
+                used.setdefault(path, []).append(t)
+                break
+    return notes, used
 
 
 def _rel(path: Path, submission: Path) -> str:
