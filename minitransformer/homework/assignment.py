@@ -62,6 +62,8 @@ class GradedCase:
     assignment: str = ""            # set by its Assignment
     expect: Callable | None = None  # Case -> {"out": ...}: the expected results where the grader knows
                                     # them otherwise than by running the target's reference (trusted)
+    judge: str | None = None        # a property that decides instead of the reference's values, where a
+                                    # right answer is not unique (homework/properties.py JUDGES: shipped)
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,8 @@ class Assignment:
                 "equivalents": [str(t) for t in self.equivalents], "handout": self.handout,
                 "also_checked": self.also_checked,
                 "cases": [{"name": c.name, "check": [c.check.checker, c.check.forward, c.check.backward],
-                           "tensors": list(c.tensors), "dtype": c.dtype, "numerical": c.numerical}
+                           "tensors": list(c.tensors), "dtype": c.dtype, "numerical": c.numerical,
+                           "judge": c.judge}
                           for c in self.cases],
                 "mistakes": [{"function": m.function, "name": m.name, "tensors": list(m.tensors),
                               "message": m.message, "variant": m.variant is not None, "match": name_of(m.match)}
@@ -129,7 +132,7 @@ class Assignment:
         (``stored_variant``: homework/expected.py hands them over), each predicate by its name."""
         from .mistakes_match import MATCHES
         cases = tuple(GradedCase(c["name"], Check(*c["check"]), None, tuple(c["tensors"]), c["dtype"],
-                                 c["numerical"]) for c in r["cases"])
+                                 c["numerical"], judge=c.get("judge")) for c in r["cases"])
         mistakes = tuple(Mistake(m["function"], m["name"], tuple(m["tensors"]), m["message"],
                                  variant=stored_variant if m["variant"] else None, match=MATCHES.get(m["match"]))
                          for m in r["mistakes"])
@@ -167,11 +170,17 @@ def module(spec: str) -> Check:
     return Check("module", spec)
 
 
-def cases(check: Check, tensors: tuple, *named, float32: str | None = None, expect: Callable | None = None) -> tuple:
+def cases(check: Check, tensors: tuple, *named, float32: str | None = None, expect: Callable | None = None,
+          judge: str | None = None) -> tuple:
     """GradedCases of one call: ``named`` = (name, draw) pairs; ``float32`` = a label: one more case,
     the first one's draw in float32 ("<label>: float32 in, float32 out"), no numerical check;
-    ``expect``: the expected results of a drawn case, where not the reference's (GradedCase.expect)."""
-    found = [GradedCase(name, check, draw, tuple(tensors), expect=expect) for name, draw in named]
+    ``expect``: the expected results of a drawn case, where not the reference's (GradedCase.expect);
+    ``judge``: the name of a property of homework/properties.py that decides instead (GradedCase.judge)."""
+    if judge is not None:
+        from .properties import JUDGES
+        if judge not in JUDGES:
+            raise ValueError(f"judge: expected one of {', '.join(JUDGES)}, got {judge!r}")
+    found = [GradedCase(name, check, draw, tuple(tensors), expect=expect, judge=judge) for name, draw in named]
     if float32 is not None:
         found.append(GradedCase(f"{float32}: float32 in, float32 out", check, in_float32(named[0][1]),
                                 tuple(tensors), dtype="float32", numerical=False, expect=expect))

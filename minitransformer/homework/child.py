@@ -289,6 +289,71 @@ def install_hook(roots, search=(), refused=REFUSED + ("gc.get_",), write_flags=W
     sys.addaudithook(hook)
 
 
+# ------------------------------------------------------------------ a backward without its forward
+BLOCKED = "ForwardCalledInBackward"      # the type name the parent sees (homework/evaluate.py flags it)
+_INHERITED = object()                    # a method the class did not define itself: deleted again after
+UNAVAILABLE = "_forward_unavailable"     # the stand-in's name: left out of where an exception was raised
+
+
+def student_frames(tb) -> list:
+    """The traceback's frames without the stand-in's own: the last is the student's line that called it."""
+    import traceback
+    return [f for f in traceback.extract_tb(tb) if f.name != UNAVAILABLE]
+
+
+class ForwardCalledInBackward(RuntimeError):
+    """A graded backward called its own forward: a backward derived by hand computes from its
+    cache; one that reruns or differentiates the forward (central differences of it) is not."""
+
+
+class blocked_forward:
+    """``with blocked_forward(package, "functional.norm:layernorm_forward"):`` (or a Module's
+    "layers.attention:MultiHeadAttention.forward"): for the duration, every name of the package
+    bound to that forward raises ForwardCalledInBackward; put back after. Other functions, helpers
+    the backward may call, stay as they are. A tripwire for the report, not a wall: code in the
+    process could keep its own reference to the forward."""
+
+    def __init__(self, package: str, target):
+        self.package, self.target, self.undo = package, target, []
+
+    def __enter__(self):
+        if not self.target:
+            return self
+        import importlib
+        module_name, qualname = self.target.split(":")
+        module = importlib.import_module(f"{self.package}.{module_name}")
+        name = qualname.split(".")[-1]
+        message = (f"{name} was called by the backward: a backward computes its gradient from the cache "
+                   f"(derived by hand), it does not rerun or differentiate {name}")
+
+        def _forward_unavailable(*args, **kwargs):        # named UNAVAILABLE: left out of "where"
+            raise ForwardCalledInBackward(message)
+        if "." in qualname:                           # a Module's method: on its class
+            cls = getattr(module, qualname.split(".")[0])
+            self._rebind(cls, name, vars(cls).get(name, _INHERITED), _forward_unavailable)
+            return self
+        old = getattr(module, name)
+        for other in list(sys.modules.values()):
+            if getattr(other, "__name__", "").startswith(self.package + "."):
+                for key, value in list(vars(other).items()):
+                    if value is old:
+                        self._rebind(other, key, old, _forward_unavailable)
+        return self
+
+    def _rebind(self, owner, key, old, new) -> None:
+        setattr(owner, key, new)
+        self.undo.append((owner, key, old))
+
+    def __exit__(self, *exc):
+        for owner, key, old in reversed(self.undo):
+            if old is _INHERITED:
+                delattr(owner, key)
+            else:
+                setattr(owner, key, old)
+        self.undo = []
+        return False
+
+
 # ------------------------------------------------------------------ the server
 ANSWERED = {"ValueError": ValueError, "TypeError": TypeError, "IndexError": IndexError, "KeyError": KeyError,
             "PermissionError": PermissionError, "RuntimeError": RuntimeError}   # raised here as they were there
@@ -323,18 +388,22 @@ class Server:
             obj = getattr(obj, part)
         return obj
 
-    def op_call(self, target, args=(), kwargs=None, echo=False):
-        return self._echo(self.resolve(target), args, kwargs, echo)
+    def op_call(self, target, args=(), kwargs=None, echo=False, blocked=None):
+        return self._echo(self.resolve(target), args, kwargs, echo, blocked)
 
     # a Handle in a request arrives here as its object
-    def op_method(self, handle, name, args=(), kwargs=None, echo=False):
-        return self._echo(getattr(handle, name), args, kwargs, echo)
+    def op_method(self, handle, name, args=(), kwargs=None, echo=False, blocked=None):
+        return self._echo(getattr(handle, name), args, kwargs, echo, blocked)
 
-    def _echo(self, fn, args, kwargs, echo):
+    def _echo(self, fn, args, kwargs, echo, blocked=None):
         """fn's value; with ``echo``, also the arguments as they are after the call (the parent
-        compares them with what it sent: an argument changed in place)."""
+        compares them with what it sent: an argument changed in place); ``blocked``: a forward
+        that raises while fn runs (a graded backward's own)."""
         kwargs = kwargs or {}
-        value = fn(*args, **kwargs)
+        if blocked is not None and not isinstance(blocked, str):
+            raise TypeError("blocked: expected a target name")
+        with blocked_forward(self.package, blocked):
+            value = fn(*args, **kwargs)
         if not echo:
             return value
         self.echoed = (self.echoed + [(args, kwargs)])[-2:]
@@ -434,7 +503,8 @@ def describe(e: BaseException) -> dict:
     student's own line among them)."""
     tb, frames = e.__traceback__, []
     while tb is not None:
-        if "numpy" not in tb.tb_frame.f_code.co_filename.replace("\\", "/").split("/"):
+        code = tb.tb_frame.f_code
+        if "numpy" not in code.co_filename.replace("\\", "/").split("/") and code.co_name != UNAVAILABLE:
             frames.append((tb.tb_frame, tb.tb_lineno))
         tb = tb.tb_next
     if not frames:

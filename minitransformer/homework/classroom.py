@@ -218,12 +218,13 @@ def columns(assignments) -> list:
 
 def _row(name, results, problems, assignments, total, said) -> list:
     """A gradebook row: a score per assignment ("not graded" where none could be computed), the total,
-    a status per assignment (``statuses``), and the notes: how it was confined, then each assignment
-    that is not ok with its reason (the files the grader ignored are in the student's JSON, not here)."""
+    a status per assignment (``statuses``), and the notes: how it was confined, what is flagged for
+    the instructor (a backward calling its own forward), then each assignment that is not ok with its reason (the files the grader ignored are in the student's JSON, not here)."""
     by_id = {r.id: r for r in results}
     scores = [by_id[a.id].score if a.id in by_id else None for a in assignments]
     status = [said.get(a.id, (NOT_GRADED, ""))[0] for a in assignments]
     reasons = sorted({r.confinement for r in results if r.confinement})
+    reasons += [f"flagged: {r.id}: {flag}" for r in results for flag in r.flags]   # for the instructor, first
     if all(s == NO_FILES for s in status) and status:
         reasons.append(f"{NO_FILES}: {said[assignments[0].id][1]}")
     else:                                     # one reason said once, for every assignment it holds for

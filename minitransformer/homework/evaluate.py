@@ -34,16 +34,21 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..gradcheck import check_module, check_pair
+from .child import BLOCKED
 from .diagnose import Row, compare
 from .explain import explain
-from .graded import REFERENCE, Case, input_gradients, module_arguments, resolve, tolerance
+from .graded import BACKWARD_CALLS, REFERENCE, Case, input_gradients, module_arguments, resolve, tolerance
 from .mistakes import dtype_message, mutation_message
+from .properties import JUDGES
 from .registry import get
 from .result import EXCEPTION, FAIL, NOT_IMPLEMENTED, OK, Result
 from .rubric import UNCHANGED, score
 from .sandbox import ChildGone, StudentError
 
 RAISED, DTYPE, PARAMS = "raised", "dtype", "d(parameters)"
+FORWARD_IN_BACKWARD = ("the backward calls its own forward ({forward}): it is not derived, it differentiates "
+                       "the forward (numerically or by rerunning it); the graded backward runs with its "
+                       "forward unavailable")
 NOT_PARAMETERS = ("out", "dx", "dmemory", RAISED, DTYPE, UNCHANGED)
 NAN = float("nan")
 
@@ -92,7 +97,7 @@ def _student_pair(student, graded, case, g):
                             f"(out, cache), it returned a {type(value).__name__}"})
     out, cache = value
     try:
-        grads, args_after, _ = student.call(check.backward, (g, cache), {})
+        grads, args_after, _ = student.call(check.backward, (g, cache), {}, blocked=check.forward)
     except StudentError as e:
         return {"out": out}, (after, None), None, e
     grads = grads if isinstance(grads, tuple) else (grads,)
@@ -106,11 +111,12 @@ def _student_module(student, graded, case, g, state):
     args, kwargs = module_arguments(case, lambda target, kw: student.call(target, (), kw)[0])
     module = student.module(graded.check.forward, *args, **kwargs)
     module.load_state_dict(state)
-    out, _, after = module.call("forward", (), dict(case.inputs))
-    try:
-        grads, args_after, _ = module.call("backward", (g,))
-    except StudentError as e:
-        return {"out": out}, (after, None), None, e, module
+    for _ in range(int(case.kwargs.get(BACKWARD_CALLS, 1))):       # twice: the gradients must add up
+        out, _, after = module.call("forward", (), dict(case.inputs))
+        try:
+            grads, args_after, _ = module.call("backward", (g,), blocked=f"{graded.check.forward}.forward")
+        except StudentError as e:
+            return {"out": out}, (after, None), None, e, module
     results = {"out": out, **input_gradients(grads, "memory" in case.inputs)}
     for name, _, grad in module.parameters():
         results[f"d{name}"] = grad
@@ -136,6 +142,8 @@ class Tally:
         self.numerical: dict = {}
         self.outcomes: dict = {}        # (case name, tensor) -> bool, for the rubric
         self.errors: list = []          # Failure, one per case that raised
+        self.trivial: dict = {}         # case name -> every example's answer trivially reachable so far
+        self.flags: list = []           # what the instructor should look at (a backward calling its forward)
 
     def add(self, case, tensor, row: Row, *, scored: bool = True, into=None) -> None:
         rows = self.rows if into is None else into
@@ -153,14 +161,44 @@ def _row(name, s, r, tol) -> Row:
     return compare(name, s, r, tol=tol)
 
 
-def _judge(tally, graded, ref, g, student, diagnose) -> None:
+def _by_property(graded, case, g, student, tol) -> dict:
+    """The rows of a case judged by a property (properties.JUDGES): its message, or a catalogue
+    predicate's that recognises the tensor (more pointed)."""
+    inputs = dict(case.inputs, **case.kwargs, upstream=g)
+    rows = {}
+    for tensor, (ok, message) in JUDGES[graded.judge](inputs, student, g, tol).items():
+        s = student.get(tensor)
+        if not ok:
+            message = _predicate_message(graded, tensor, inputs, s) or message
+        rows[tensor] = Row(f"{graded.name} · {tensor}", str(np.shape(s)), NAN, NAN, ok, message)
+    return rows
+
+
+def _predicate_message(graded, tensor, inputs, student) -> str:
+    """The first catalogue entry of the case's function with a predicate that recognises ``student``."""
+    from fnmatch import fnmatchcase
+    for mistake in get(graded.assignment).mistakes:
+        if mistake.match is None or mistake.function != stem(graded) or \
+                not any(fnmatchcase(tensor, t) for t in mistake.tensors):
+            continue
+        try:
+            if mistake.match(inputs, tensor, student, None):
+                return mistake.message
+        except (KeyError, ValueError, TypeError, IndexError):
+            continue
+    return ""
+
+
+def _judge(tally, graded, ref, g, student, diagnose, case=None) -> None:
     """Compare every tensor the student returned; diagnose the wrong ones (the catalogue, then
     the generic patterns of homework/diagnose.py)."""
     tol, rows = tolerance(graded), {}
+    if graded.judge is not None:
+        rows = _by_property(graded, case, g, student, tol)
     for tensor, r in ref.items():
-        if r is not None and tensor in student:
+        if graded.judge is None and r is not None and tensor in student:
             rows[tensor] = _row(f"{graded.name} · {tensor}", student[tensor], r, tol)
-    if any(not row.ok for row in rows.values()):
+    if graded.judge is None and any(not row.ok for row in rows.values()):
         clean = {t: v if _is_array(v) else None for t, v in student.items()}
         messages = diagnose(clean)
         for tensor, row in rows.items():
@@ -293,6 +331,7 @@ def grade_case(tally, graded, index, student, reference, seed, examples, places=
     for e in range(examples if reference.examples is None else min(examples, reference.examples)):
         drawn = reference.case(graded, index, e, seed)
         case, ref, g, state = drawn.case, drawn.expected, drawn.upstream, drawn.state
+        tally.trivial[graded.name] = tally.trivial.get(graded.name, True) and trivially_reachable(drawn)
         module = None
         try:
             if graded.check.checker == "module":
@@ -303,7 +342,7 @@ def grade_case(tally, graded, index, student, reference, seed, examples, places=
             results, error = None, err
         if results is not None:
             _judge(tally, graded, ref, g, results,
-                   lambda student: reference.diagnose(graded, index, e, drawn, student))
+                   lambda student: reference.diagnose(graded, index, e, drawn, student), case)
             _unchanged(tally, graded, case, afters, g if error is None else None, g_after)
         if error is not None:
             undelivered = _unjudged(ref, results)
@@ -312,9 +351,30 @@ def grade_case(tally, graded, index, student, reference, seed, examples, places=
             tally.errors.append(Failure(graded.name, error, undelivered, results is not None,
                                         _drawn_shapes(graded, drawn)))
             tally.add(graded.name, RAISED, Row(graded.name, "-", NAN, NAN, False, error_text(error, places)))
+            _flag(tally, graded, error)
             return
         if e == 0 and _runs_numerical(graded):
             _numerical(tally, graded, case, student, module, seed)
+
+
+def _flag(tally, graded, error) -> None:
+    """A backward that raised because it called its own forward: flagged for the instructor."""
+    if error.type == BLOCKED:
+        flag = FORWARD_IN_BACKWARD.format(forward=graded.check.forward.split(":")[1])
+        if flag not in tally.flags:
+            tally.flags.append(flag)
+
+
+def trivially_reachable(drawn) -> bool:
+    """Every expected result of this example is all zeros, or a copy of an input or of the upstream
+    gradient: code that computes nothing gets it right (the rubric counts it only beside real work)."""
+    given = [v for v in (*drawn.case.inputs.values(), *drawn.case.kwargs.values(), drawn.upstream)
+             if isinstance(v, np.ndarray)]
+    found = [np.asarray(r) for r in drawn.expected.values() if r is not None]
+
+    def trivial(r):
+        return not np.any(r) or any(v.shape == r.shape and np.array_equal(v, r) for v in given)
+    return bool(found) and all(trivial(r) for r in found)
 
 
 def _unjudged(ref: dict, results) -> list:
@@ -342,23 +402,25 @@ def run(assignment_id: str, student, *, seed: int = 0, examples: int = 3, refere
         except StudentError as e:             # raised outside the student's call (a Module's params)
             tally.errors.append(Failure(graded.name, e))
             tally.add(graded.name, RAISED, Row(graded.name, "-", NAN, NAN, False, error_text(e, places)))
-    earned, marks = score(assignment_id, tally.outcomes)
+    earned, marks = score(assignment_id, tally.outcomes, trivial=[c for c, t in tally.trivial.items() if t])
     return _result(assignment, tally, earned, marks, places)
 
 
 def _result(assignment, tally, earned, marks, places=None) -> Result:
+    """The Result: a right forward keeps its points when the backward raised or is not written yet."""
     errors = [f.error for f in tally.errors]
-    if len(errors) == len(assignment.cases) and all(e.type == "NotImplementedError" for e in errors):
-        return Result(assignment.id, assignment.points, 0.0, NOT_IMPLEMENTED, error_text(errors[0], places),
-                      rubric=marks)
-    status = OK if all(m.passed for m in marks) else EXCEPTION if errors else FAIL
-    message = error_text(errors[0], places) + (f" (and {len(errors) - 1} more case(s) raised)" if len(errors) > 1
-                                               else "") if errors else ""
     modules = {g.name for g in assignment.cases if g.check.checker == "module"}
     _not_guessed(assignment, tally.rows)
     rows = _collapse_parameters(tally.rows, modules) + list(tally.numerical.values())
+    if len(errors) == len(assignment.cases) and all(e.type == "NotImplementedError" for e in errors):
+        return Result(assignment.id, assignment.points, earned, NOT_IMPLEMENTED, error_text(errors[0], places),
+                      rows, marks, flags=tally.flags)
+    status = OK if all(m.passed for m in marks) else EXCEPTION if errors else FAIL
+    message = error_text(errors[0], places) + (f" (and {len(errors) - 1} more case(s) raised)" if len(errors) > 1
+                                               else "") if errors else ""
     explanation = "" if status == OK else explain(assignment, tally.rows, tally.errors, places)
-    return Result(assignment.id, assignment.points, earned, status, message, rows, marks, explanation=explanation)
+    return Result(assignment.id, assignment.points, earned, status, message, rows, marks,
+                  explanation=explanation, flags=tally.flags)
 
 
 def _not_guessed(assignment, rows: dict) -> None:

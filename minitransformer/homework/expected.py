@@ -81,12 +81,18 @@ def plain(value):
         return {k: plain(v) for k, v in value.items()}
     if isinstance(value, np.generic):
         return value.item()
+    if isinstance(value, np.random.Generator):
+        return {"__generator__": type(value.bit_generator).__name__, "state": plain(value.bit_generator.state)}
     return value
 
 
 def unplain(value):
     if isinstance(value, dict) and "__dtype__" in value:
         return np.dtype(value["__dtype__"]).type
+    if isinstance(value, dict) and "__generator__" in value:
+        generator = getattr(np.random, value["__generator__"])()
+        generator.state = unplain(value["state"])
+        return np.random.Generator(generator)
     if isinstance(value, dict) and "__tuple__" in value:
         return tuple(unplain(v) for v in value["__tuple__"])
     if isinstance(value, dict):

@@ -20,7 +20,6 @@ None of this computes an assigned function: it calls the functions it is given.
 from __future__ import annotations
 
 import importlib
-import traceback
 from pathlib import Path
 from dataclasses import dataclass, field
 
@@ -29,6 +28,7 @@ import numpy as np
 from .diagnose import tolerance as dtype_tolerance
 
 STUDENT = "minitransformer"                  # the package name inside a student's copy
+BACKWARD_CALLS = "backward_calls"            # a Module case's option: forward and backward this many times
 REFERENCE = __name__.split(".")[0]           # this package: the reference, or a student's copy
 
 
@@ -169,11 +169,14 @@ def input_gradients(grads, cross: bool) -> dict:
 
 
 def run_module(module, case: Case, g=None) -> tuple[dict, object]:
-    """{"out", "dx", "dmemory" (cross), "d<param>"...} of a Module on copies of the case's inputs."""
+    """{"out", "dx", "dmemory" (cross), "d<param>"...} of a Module on copies of the case's inputs; with
+    the case's option ``backward_calls`` = n, forward and backward n times (the parameters' gradients
+    add up: a Module's backward accumulates)."""
     module.zero_grad()
-    out = module.forward(**_copies(case.inputs))
-    g = _upstream(g, out)
-    grads = module.backward(np.array(g, copy=True))
+    for _ in range(int(case.kwargs.get(BACKWARD_CALLS, 1))):   # no zero_grad between: the gradients add
+        out = module.forward(**_copies(case.inputs))
+        g = _upstream(g, out)
+        grads = module.backward(np.array(g, copy=True))
     result = {"out": out, **input_gradients(grads, "memory" in case.inputs)}
     for name, _, grad in module.parameters():
         result[f"d{name}"] = np.array(grad, copy=True)
@@ -196,12 +199,15 @@ class Local:
             return _student(fn, args, kwargs)
         return local
 
-    def call(self, spec, args=(), kwargs=None) -> tuple:
-        return self.echo(resolve(STUDENT, spec), args, kwargs)
+    def call(self, spec, args=(), kwargs=None, blocked=None) -> tuple:
+        return self.echo(resolve(STUDENT, spec), args, kwargs, blocked)
 
-    def echo(self, fn, args, kwargs) -> tuple:
+    def echo(self, fn, args, kwargs, blocked=None) -> tuple:
+        """``blocked``: a forward that raises while ``fn`` runs (child.blocked_forward)."""
+        from .child import blocked_forward
         args, kwargs = [_copy(a) for a in args], {k: _copy(v) for k, v in (kwargs or {}).items()}
-        value = _student(fn, args, kwargs)
+        with blocked_forward(STUDENT, blocked):
+            value = _student(fn, args, kwargs)
         self.echoed = (self.echoed + [(tuple(args), kwargs)])[-2:]
         return value, tuple(_copy(a) for a in args), {k: _copy(v) for k, v in kwargs.items()}   # as after it
 
@@ -223,8 +229,8 @@ class LocalModule:
     def __getattr__(self, name):
         return getattr(self.module, name)
 
-    def call(self, name, args=(), kwargs=None) -> tuple:
-        return self.local.echo(getattr(self.module, name), args, kwargs)
+    def call(self, name, args=(), kwargs=None, blocked=None) -> tuple:
+        return self.local.echo(getattr(self.module, name), args, kwargs, blocked)
 
 
 def _copy(value):
@@ -236,6 +242,7 @@ def _student(fn, args, kwargs):
     try:
         return fn(*args, **kwargs)
     except Exception as e:                   # noqa: BLE001 - the student's code: its result
-        frames = [f for f in traceback.extract_tb(e.__traceback__) if "numpy" not in Path(f.filename).parts]
+        from .child import student_frames           # the stand-in of a blocked forward left out
+        frames = [f for f in student_frames(e.__traceback__) if "numpy" not in Path(f.filename).parts]
         where = f"{frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if frames else ""
         raise StudentError({"type": type(e).__name__, "message": str(e), "where": where}) from None

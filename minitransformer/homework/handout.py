@@ -36,6 +36,14 @@ PYTHON, PACKAGES = ">=3.10", ("numpy>=1.24", "matplotlib>=3.7")      # when no m
 DRAWS = 4                            # public draws of a case looked at to tell fixed from varying
 
 
+DERIVED = ("A backward is derived by hand: it computes its gradient from the cache with the formula you derived. A "
+           "backward that calls its own forward (central differences of it, or the forward rerun to recover "
+           "what the cache should hold) is not the assignment: the grader runs your backward with its forward "
+           "unavailable, so such a backward raises and earns none of its gradients' points, and the result is "
+           "flagged for your instructor. A backward may call other functions (a helper, another function of "
+           "the package), never its own forward.")
+
+
 def _package():
     return __name__.split(".")[0]
 
@@ -314,6 +322,8 @@ def page(assignment_id: str, copy: Copy | None = None) -> str:
     lines += _implement(a, copy) + [""] + _prerequisites(a, copy) + _cache(a) + _cases(a)
     if a.handout:
         lines += ["", a.handout]
+    if any(c.check.backward is not None or c.check.checker == "module" for c in a.cases):
+        lines += ["", DERIVED]
     lines += ["", "### Rubric", "", render(a.id)]
     lines += ["", "### Check it locally", "",
               "In this folder (the one holding HOMEWORK.md):", "",

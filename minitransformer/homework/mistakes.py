@@ -174,8 +174,11 @@ def diagnose_all(assignment_id, inputs, student: dict, reference: dict, *, funct
         swapped = _swapped(tensor, student, reference, inputs)
         mistake = None if swapped else recognise(assignment_id, tensor, inputs, s, r, function=function,
                                                   cache=cache, others=others)
+        matched = bool(nan) and mistake is not None and mistake.match is not None
+        if matched:
+            nan = mistake.message                # a predicate that recognises where the NaN comes from
         generic = row.diagnosis.startswith(GENERIC_FACTOR)      # tried after another array's count
-        messages[tensor] = (_overflow(tensor, inputs) if nan else "") or nan or swapped or \
+        messages[tensor] = (_overflow(tensor, inputs) if nan and not matched else "") or nan or swapped or \
             (mistake.message if mistake else "" if generic else row.diagnosis) or \
             _another_array(tensor, s, inputs, reference) or (row.diagnosis if generic else "") or \
             scale_pattern(s, r, _per_feature(inputs, r)) or _apart_from_shift(s, r, inputs)

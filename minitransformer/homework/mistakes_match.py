@@ -4,7 +4,7 @@ An entry of the catalogue (homework/mistakes.py) recognises a mistake in one of 
 ways: a variant computes what the wrong line gives (the reference with one thing
 changed: trusted side, in the assignment's file of homework/assignments/), or a
 predicate here looks at a property of the student's array: a gradient never
-accumulated (all zero), accumulated twice, missing, another dropout mask, one slice
+accumulated (all zero), accumulated twice, assigned instead of added, missing, another dropout mask, one slice
 per query head, a bias gradient left at the scores' shape. The predicates compute
 nothing of the reference, so they ship in a student's copy, whose local check then
 names these mistakes too (its variants are stored numbers: homework/expected.py).
@@ -38,6 +38,18 @@ def other_mask(inp, tensor, student, reference) -> bool:
     kept = s != 0
     scaled = _f64(inp["x"] if tensor == "out" else inp["upstream"]) / (1 - float(inp["p_drop"]))
     return bool(np.any(kept != m)) and np.allclose(s[kept], scaled[kept], rtol=1e-4, atol=0)
+
+
+def keeps_p_drop(inp, tensor, student, reference) -> bool:
+    """The random path keeping a fraction p_drop of the entries (the drop mask used as the keep mask)."""
+    from .properties import keep_bound
+    if inp.get("mask") is not None or not inp.get("training", True) or tensor != "out" or student is None:
+        return False
+    s, p = np.asarray(student), float(inp["p_drop"])
+    if s.shape != np.shape(inp["x"]):
+        return False
+    fraction, bound = float((s != 0).mean()), keep_bound(p, s.size)
+    return abs(fraction - p) <= bound < abs(fraction - (1 - p))
 
 
 def dropout_in_eval(inp, tensor, student, reference) -> bool:
@@ -86,13 +98,33 @@ def doubled(inp, tensor, student, reference) -> bool:
     return bool(np.max(np.abs(s - 2 * r)) <= 1e-5 * np.max(np.abs(r)))
 
 
+def assigned(inp, tensor, student, reference) -> bool:
+    """One call's gradient where n > 1 calls on the same inputs add theirs: assigned, not added."""
+    n = int(inp.get("backward_calls", 1))
+    if n < 2 or not _is_param(tensor) or student is None or np.shape(student) != np.shape(reference) \
+            or not np.any(reference):
+        return False
+    s, r = _f64(student), _f64(reference)
+    return bool(np.max(np.abs(s - r / n)) <= 1e-5 * np.max(np.abs(r)))
+
+
+def nothing_kept_nan(inp, tensor, student, reference) -> bool:
+    """Every target ignored, and NaN/inf where 0 is due: the mean over N_kept = 0 targets, 0/0."""
+    targets = inp.get("targets")
+    if targets is None or student is None or np.asarray(student).dtype.kind != "f":
+        return False
+    s = np.asarray(student)
+    return bool(np.all(np.asarray(targets) == inp.get("ignore_index", -100))) and not np.all(np.isfinite(s)) \
+        and np.shape(s) == np.shape(reference) and bool(np.all(np.isfinite(reference)))
+
+
 def missing(inp, tensor, student, reference) -> bool:
     """A gradient that was not returned at all."""
     return student is None and reference is not None
 
 
-MATCHES = {f.__name__: f for f in (other_mask, dropout_in_eval, repeat_kv_not_summed, dbias_not_reduced,
-                                   never_accumulated, doubled, missing)}
+MATCHES = {f.__name__: f for f in (other_mask, keeps_p_drop, dropout_in_eval, repeat_kv_not_summed, dbias_not_reduced,
+                                   never_accumulated, doubled, assigned, nothing_kept_nan, missing)}
 
 
 def name_of(match) -> str | None:

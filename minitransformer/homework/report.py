@@ -7,7 +7,9 @@ tensor (each wrong one with its own diagnosis), the rubric's marks.
 An assignment whose grade could not be computed has the score None ("not graded", with
 its reason): the total is then None too (a JSON null: Gradescope reports the run as
 failed, for the instructor to re-run, rather than a 0). A result graded without the
-kernel's walls carries its ``confinement`` line, printed with it and kept in the JSON.
+kernel's walls carries its ``confinement`` line, printed with it and kept in the JSON; its
+``flags`` (a backward that calls its own forward) are printed as FLAG lines and kept in the
+JSON's ``extra_data``.
 """
 from __future__ import annotations
 
@@ -52,6 +54,7 @@ def format_result(result) -> str:
         lines.append(f"   {printable(result.message)}")
     if result.confinement:
         lines.append(f"   {printable(result.confinement)}")
+    lines += [f"   FLAG (for the instructor): {printable(flag)}" for flag in result.flags]
     rows = result.rows
     if rows:
         width = min(max([44] + [len(r.name) for r in rows]), 80)
@@ -65,7 +68,7 @@ def format_result(result) -> str:
         lines.append(line)
     if result.rubric:
         lines += ["   rubric (all or nothing per check; the numerical check is shown, not scored):"]
-        lines += [f"   {mark_line(m)}" for m in result.rubric]
+        lines += [f"   {mark_line(m)}" + (f"   ({m.note})" if m.note else "") for m in result.rubric]
     return "\n".join(lines)
 
 
@@ -109,8 +112,12 @@ def gradescope(results: list, notes=(), execution_time: float | None = None) -> 
                          "output": format_result(r), "visibility": "visible"} for r in results]}
     missed = {r.id: r.message for r in results if r.score is None}
     confinement = sorted({r.confinement for r in results if r.confinement})
+    flags = {r.id: list(r.flags) for r in results if r.flags}
+    if flags:
+        report.setdefault("extra_data", {})["flags"] = flags
     if missed or confinement:
-        report["extra_data"] = {k: v for k, v in (("not_graded", missed), ("confinement", confinement)) if v}
+        report.setdefault("extra_data", {}).update(
+            {k: v for k, v in (("not_graded", missed), ("confinement", confinement)) if v})
         report["output"] = "\n".join(filter(None, [*confinement, *(f"NOT GRADED {k}: {v}" for k, v in
                                                                    missed.items()), report["output"]]))
     if execution_time is not None:

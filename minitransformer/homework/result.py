@@ -2,7 +2,9 @@
 
     Result     one assignment of one submission: its score (None: not graded), its status, the
                message, the table's rows (diagnose.Row), the rubric's marks, the seconds it took,
-               how it was confined, the one explanation a student reads first
+               how it was confined, the one explanation a student reads first, its flags (what the
+               instructor should read: a backward that calls its own forward, i.e. differentiates it
+               instead of being derived)
     Mark       one check of the rubric: its name, its points, passed or not
     STATUSES   what a status may be
 
@@ -27,6 +29,7 @@ class Mark:
     name: str                      # the rubric's check, as the report shows it
     points: float                  # what it is worth
     passed: bool
+    note: str = ""                 # why a right answer did not count (a trivial case alone)
 
     @property
     def earned(self) -> float:
@@ -45,6 +48,7 @@ class Result:
     seconds: float | None = None
     confinement: str = ""          # "graded unconfined: no ..." where a wall was missing
     explanation: str = ""          # the one explanation, root cause first (homework/explain.py)
+    flags: list = field(default_factory=list)     # for the instructor: a backward that calls its own forward
 
     def __post_init__(self):
         if self.status not in STATUSES:

@@ -7,6 +7,11 @@
     integrity      half a check: no input and no upstream gradient modified, in any case;
                    earned only beside at least one passed value check (a stub that
                    returns zeros keeps its inputs but has computed nothing)
+    trivial cases  a case whose every expected result is trivially reachable (all zeros,
+                   a copy of an input or of the upstream gradient: every target ignored,
+                   dropout in eval) earns its check only beside a passed check of a
+                   case of the same function that is not trivial: returning zeros or the
+                   input is no work
 
 A check passes when every outcome it covers is True (over every drawn example); a
 wrong tensor earns nothing for its check, and nothing else is lost for it. The
@@ -19,8 +24,9 @@ for every compared tensor of every case (the tensor names of assignment.GradedCa
 "d<param>" for a Module's parameters), and ``outcomes[(case name, "unchanged")]``
 for the before/after comparison of its inputs and upstream gradient, and
 ``outcomes[(case name, "dtype")]`` for a float32 case's dtypes; then
-``score(assignment_id, outcomes)`` gives the points and the marks (result.Mark), which
-homework/report.py prints.
+``score(assignment_id, outcomes, trivial=names)`` gives the points and the marks
+(result.Mark), which homework/report.py prints; ``names``: the cases whose expected
+results were trivially reachable on every example (homework/evaluate.py finds them).
 """
 from __future__ import annotations
 
@@ -98,12 +104,45 @@ def _fits(tensor, pattern, item) -> bool:
     return pattern == "*" or fnmatchcase(tensor, pattern)
 
 
-def score(assignment_id: str, outcomes: dict) -> tuple[float, list]:
-    """(points earned, a Mark per check) of one assignment."""
+def score(assignment_id: str, outcomes: dict, trivial=()) -> tuple[float, list]:
+    """(points earned, a Mark per check) of one assignment; ``trivial``: the names of the cases whose
+    right answer is trivially reachable (zeros, a copy of an input): their checks count only beside a
+    passed check of a case of the same function that is not trivial."""
     checks = [(item, passed(item, outcomes)) for item in items(assignment_id)]
-    any_value = any(ok for item, ok in checks if not _is_integrity(item))
-    marks = [Mark(item.name, item.points, ok and (any_value or not _is_integrity(item))) for item, ok in checks]
+    checks = _gate_trivial(get(assignment_id), checks, set(trivial))
+    any_value = any(ok for item, ok, _ in checks if not _is_integrity(item))
+    marks = [Mark(item.name, item.points, ok and (any_value or not _is_integrity(item)), note)
+             for item, ok, note in checks]
     return round(sum(m.earned for m in marks), 2), marks
+
+
+TRIVIAL_NOTE = ("right, but a zero or a copy of the input is right here: this check counts beside a "
+                "passed check of {function} on a case whose answer is not trivial")
+
+
+def _gate_trivial(assignment, checks: list, trivial: set) -> list:
+    """(item, passed, note): a passed check of trivial cases only stands when a check of the same
+    function (the same call) on a case that is not trivial passed too."""
+    call_of = {c.name: c.check for c in assignment.cases}
+
+    def calls(item):
+        return {call_of[c] for c, _ in item.covers if c in call_of}
+
+    def is_trivial(item):
+        named = [c for c, _ in item.covers if c in call_of]
+        return bool(named) and all(c in trivial for c in named)
+    earned = set()
+    for item, ok in checks:
+        if ok and not is_trivial(item) and not _is_integrity(item):
+            earned |= calls(item)
+    found = []
+    for item, ok in checks:
+        if ok and is_trivial(item) and not calls(item) & earned:
+            function = " or ".join(sorted(c.forward.split(":")[1] for c in calls(item)))
+            found.append((item, False, TRIVIAL_NOTE.format(function=function)))
+        else:
+            found.append((item, ok, ""))
+    return found
 
 
 def _is_integrity(item: Item) -> bool:
@@ -121,4 +160,8 @@ def render(assignment_id: str) -> str:
     if any(_is_integrity(item) for item in items(assignment_id)):
         lines += ["", "Inputs left unchanged count only beside at least one right value: code that "
                   "computes nothing changes nothing."]
+    lines += ["", "A case whose right answer is zeros or a copy of the input (every target ignored, eval "
+              "mode) counts only beside a right case of the same function whose answer is not: returning "
+              "zeros or the input is no work. A right forward keeps its points when the backward raises or "
+              "is not written yet; a call that raises loses only what it did not deliver."]
     return "\n".join(lines)

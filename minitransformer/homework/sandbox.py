@@ -279,17 +279,19 @@ class Sandbox:
         remote.__name__ = remote.__qualname__ = target.split(":")[1].split(".")[-1]
         return remote
 
-    def call(self, target: str, args=(), kwargs=None) -> tuple:
+    def call(self, target: str, args=(), kwargs=None, blocked: str | None = None) -> tuple:
         """(value, args after, kwargs after) of the student's function on these arguments. A known
         function among them (graded.KnownFunction: a gradient checker's ``f``) is lent to the child
-        for this call only: it asks, and this process answers (homework/needs.py)."""
+        for this call only: it asks, and this process answers (homework/needs.py). ``blocked``: a
+        forward that raises while the call runs (a graded backward's own: child.blocked_forward)."""
         kwargs = kwargs or {}
         lent = {k: v for k, v in kwargs.items() if isinstance(v, KnownFunction)}
         if lent and self.answers is None:
             raise TypeError("a known function can be lent only while an assignment is graded")
         try:
             sent = {k: self.answers.lend(k, v) if k in lent else v for k, v in kwargs.items()}
-            return _echoed(self.request("call", target=target, args=list(args), kwargs=sent, echo=True))
+            more = {} if blocked is None else {"blocked": blocked}
+            return _echoed(self.request("call", target=target, args=list(args), kwargs=sent, echo=True, **more))
         finally:
             if lent:
                 self.answers.revoke()
@@ -414,13 +416,14 @@ class RemoteModule:
         return self.sandbox.request("method", handle=self.handle, name="forward", args=list(inputs),
                                     kwargs=kwargs)
 
-    def call(self, name: str, args=(), kwargs=None) -> tuple:
+    def call(self, name: str, args=(), kwargs=None, blocked: str | None = None) -> tuple:
         """(value, args after, kwargs after) of one method; the parameters are sent first and the
-        grads read back after a backward."""
+        grads read back after a backward; ``blocked`` as Sandbox.call's."""
         if name == "forward":
             self.sandbox.request("set_params", handle=self.handle, params=self.params)
+        more = {} if blocked is None else {"blocked": blocked}
         reply = _echoed(self.sandbox.request("method", handle=self.handle, name=name, args=list(args),
-                                             kwargs=kwargs or {}, echo=True))
+                                             kwargs=kwargs or {}, echo=True, **more))
         if name == "backward":
             self.grads = self._grads()
         return reply

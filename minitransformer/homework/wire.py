@@ -131,6 +131,9 @@ def encode(value, blobs: list, keep):
         return {"tuple": [encode(v, blobs, keep) for v in value]}
     if type(value) is dict and all(type(k) is str for k in value):
         return {"dict": {k: encode(v, blobs, keep) for k, v in value.items()}}
+    if isinstance(value, np.random.Generator):      # by its state (dropout's random path draws from it)
+        return {"generator": type(value.bit_generator).__name__,
+                "state": encode(value.bit_generator.state, blobs, keep)}
     handle = keep(value)
     return {"handle": handle.id, "type": handle.type_name}
 
@@ -157,7 +160,22 @@ def decode(tree, blobs: list, lookup, depth: int = 0):
         return tuple(decode(v, blobs, lookup, depth + 1) for v in tree["tuple"])
     if "dict" in tree and type(tree["dict"]) is dict:
         return {str(k): decode(v, blobs, lookup, depth + 1) for k, v in tree["dict"].items()}
+    if "generator" in tree and len(tree) == 2:
+        return _plain_generator(tree["generator"], decode(tree.get("state"), blobs, lookup, depth + 1))
     raise ValueError(f"not a value: {str(tree)[:80]}")
+
+
+def _plain_generator(name, state):
+    """A NumPy Generator of a known kind, brought to ``state``; ValueError on anything else."""
+    import numpy as np
+    if name not in BIT_GENERATORS:
+        raise ValueError(f"a generator of kind {str(name)[:20]}")
+    bit_generator = getattr(np.random, name)()
+    try:
+        bit_generator.state = state
+    except (TypeError, KeyError, ValueError, OverflowError) as e:
+        raise ValueError(f"a {name} generator whose state is malformed ({str(e)[:80]})") from e
+    return np.random.Generator(bit_generator)
 
 
 def _array_tree(value, blobs: list) -> dict:

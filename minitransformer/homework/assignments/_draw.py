@@ -45,3 +45,18 @@ def small_rows(draw):
 
 def module_input(rng, B, T, C=8):
     return rng.standard_normal((B, T, C))
+
+
+LEADING = ((5,), (2, 2, 3), (2, 1, 2, 3))    # x (N, C), (A, B, T, C), (A, B, T, U, C): not the usual (B, T, C)
+
+
+def any_leading(draw):
+    """``draw`` with x redrawn with 1, 3 or 4 leading axes (its last axis kept): a function whose
+    docstring allows any leading axes must reduce over all of them (a parameter's gradient summed
+    over axes (0, 1) is right only on (B, T, C))."""
+    def drawn(rng):
+        case = draw(rng)
+        lead = LEADING[int(rng.integers(0, len(LEADING)))]
+        x = rng.standard_normal(lead + case.inputs["x"].shape[-1:])
+        return replace(case, inputs=dict(case.inputs, x=x))
+    return drawn

@@ -7,6 +7,7 @@ import numpy as np
 
 from ..assignment import Assignment, Mistake, cases, pair
 from ..graded import Case
+from ..mistakes_match import nothing_kept_nan
 from . import L5
 from ._draw import bct, shape_bct
 from ._variants import _g, _pick, _rows, _softmax, _x
@@ -114,6 +115,10 @@ MISTAKES = (
     Mistake("log_softmax", "log_softmax-sign", ("dx",),
             "the softmax term has the wrong sign: dx = dz - softmax(x) ⊙ Σ_j dz_j",
             _pick(_log_softmax_variants, "sign")),
+    Mistake("cross_entropy", "ce-all-ignored-zero-over-zero", ("out", "dlogits"),
+            "every target is ignore_index, so N_kept = 0 and the mean over the kept targets is 0/0 = NaN: with "
+            "nothing to average the loss is 0 and dlogits is 0; divide by max(N_kept, 1)",
+            match=nothing_kept_nan),
     Mistake("cross_entropy", "ce-smoothing-over-V-1", ("out", "dlogits"),
             "label smoothing spread over the V - 1 other classes: the convention puts ε/V on EVERY class, "
             "the target included, q = (1 - ε) onehot(y) + ε/V",

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..assignment import Assignment, Mistake, cases, pair
 from ..graded import Case
-from ..mistakes_match import dropout_in_eval, other_mask
+from ..mistakes_match import dropout_in_eval, keeps_p_drop, other_mask
 from . import L3
 from ._draw import shape_bct
 from ._variants import _g, _x
@@ -20,6 +20,15 @@ def draw(rng) -> Case:
     return Case({"x": x}, {"p_drop": p, "mask": rng.random(x.shape) >= p}, wrt=("x",),
                 factors={"1/(1-p)": (1 / (1 - p), "the inverted scaling 1/(1-p) applied twice?"),
                          "1-p": (1 - p, "forgot the inverted scaling 1/(1-p)?")})
+
+
+def draw_random(rng) -> Case:
+    """x (4, 32, 32), p_drop in [0.1, 0.35], no mask: the student's mask is drawn from ``rng`` (a generator
+    seeded from the grading seed). Any mask is right that keeps each entry with probability 1 - p_drop:
+    the case is judged by that property (properties.dropout_random_path), 4,096 entries, a 5σ bound."""
+    x = rng.standard_normal((4, 32, 32))
+    p = float(rng.uniform(0.1, 0.35))                        # far from 1/2: keeping p or 1 - p differs by >= 0.3
+    return Case({"x": x}, {"p_drop": p, "rng": np.random.default_rng(int(rng.integers(0, 2**63)))}, wrt=("x",))
 
 
 def draw_eval(rng) -> Case:
@@ -73,6 +82,11 @@ MISTAKES = (
     Mistake("dropout", "dropout-own-mask", ("out", "dx"),
             "the entries kept are not those of `mask`: when a mask is given, use it instead of drawing one",
             match=other_mask),
+    Mistake("dropout", "dropout-keeps-p", ("out",),
+            "the random mask keeps a fraction p_drop of the entries: p_drop is the probability of DROPPING, so "
+            "keep where u >= p_drop for u = rng.random(x.shape) (True with probability 1 - p_drop); "
+            "u < p_drop is the drop mask",
+            match=keeps_p_drop),
     Mistake("dropout", "dropout-in-eval", ("out", "dx"),
             "training=False must be the identity (y = x, dx = dy): no entry is dropped or scaled in eval",
             match=dropout_in_eval),
@@ -84,6 +98,9 @@ ASSIGNMENT = Assignment(
     targets=("functional.dropout:dropout_forward", "functional.dropout:dropout_backward"),
     cases=cases(pair("functional.dropout", "dropout"), ("out", "dx"),
                 ("dropout: training with a given keep-mask", draw),
-                ("dropout: eval mode (training=False) is the identity", draw_eval), float32="dropout"),
+                ("dropout: eval mode (training=False) is the identity", draw_eval), float32="dropout")
+    + cases(pair("functional.dropout", "dropout"), ("out", "dx"),
+            ("dropout: the random path, a mask drawn from rng (keeps 1 - p_drop of 4,096 entries)", draw_random),
+            judge="dropout_random_path"),
     mistakes=MISTAKES,
 )

@@ -6,13 +6,16 @@ import numpy as np
 from ..assignment import Assignment, Mistake, cases, pair
 from ..graded import Case
 from . import L3
-from ._draw import shape_bct, small_rows
+from ._draw import any_leading, shape_bct, small_rows
 from ._variants import _g, _rows, _sub, _x
 
 
 # ------------------------------------------------------------------ the graded inputs
 def draw(rng) -> Case:
-    x = rng.standard_normal(shape_bct(rng))
+    """x (B, T, C) with C >= 3: at C = 2 every row normalises to (-1, +1) whatever x is, so dx is only
+    eps's trace, and in float32 its rounding, which no two right formulas share."""
+    B, T, C = shape_bct(rng)
+    x = rng.standard_normal((B, T, max(C, 3)))
     C = x.shape[-1]
     return Case({"x": x, "gamma": 1 + 0.5 * rng.standard_normal(C), "beta": rng.standard_normal(C)})
 
@@ -44,6 +47,8 @@ def _layernorm_backwards(inp):
             "dgamma-no-xhat": {"dgamma": _rows(dy).sum(0)},
             "dgamma-x": {"dgamma": _rows(dy * x).sum(0)},
             "mean-params": {"dgamma": _rows(dy * xhat).mean(0), "dbeta": _rows(dy).mean(0)},
+            "axes-01": {"dgamma": (dy * xhat).sum(axis=(0, 1)), "dbeta": dy.sum(axis=(0, 1))}
+            if x.ndim != 3 else {},
             "signs": [{"dx": rstd * (dxhat + a * m1 + b * xhat * m2)}          # a family: either sign,
                       for a, b in ((1, -1), (-1, 1), (1, 1))]}                 # or both, flipped
 
@@ -88,6 +93,11 @@ MISTAKES = (
     Mistake("layernorm", "layernorm-dgamma-x", ("dgamma",),
             "dgamma uses x where xhat belongs: dgamma = Σ_rows dy ⊙ xhat (the normalised input)",
             _sub(_layernorm_backwards, "dgamma-x")),
+    Mistake("layernorm", "layernorm-dgamma-fixed-axes", ("dgamma", "dbeta"),
+            "dgamma/dbeta are summed over axes (0, 1), which are all the leading axes only when x is (B, T, C): "
+            "x may have any leading axes, so sum over every axis but the last, e.g. "
+            "(dy * xhat).reshape(-1, C).sum(0) or .sum(axis=tuple(range(x.ndim - 1)))",
+            _sub(_layernorm_backwards, "axes-01")),
     Mistake("layernorm", "layernorm-params-averaged", ("dgamma", "dbeta"),
             "dgamma/dbeta are averaged over the rows: parameters shared by every row get the SUM of the "
             "rows' gradients",
@@ -100,6 +110,7 @@ ASSIGNMENT = Assignment(
     targets=("functional.norm:layernorm_forward", "functional.norm:layernorm_backward"),
     cases=cases(pair("functional.norm", "layernorm"), ("out", "dx", "dgamma", "dbeta"),
                 ("layernorm: x (B, T, C)", draw),
+                ("layernorm: any leading axes, x (N, C) to (A, B, T, U, C)", any_leading(draw)),
                 ("layernorm: rows of variance near eps", small_rows(draw)), float32="layernorm"),
     mistakes=MISTAKES,
 )

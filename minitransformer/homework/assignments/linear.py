@@ -6,7 +6,7 @@ from dataclasses import replace
 from ..assignment import Assignment, Mistake, cases, pair
 from ..graded import Case
 from . import L2
-from ._draw import shape_bct
+from ._draw import any_leading, shape_bct
 from ._variants import _g, _rows, _x
 
 
@@ -60,6 +60,8 @@ ASSIGNMENT = Assignment(
     targets=("functional.linear:linear_forward", "functional.linear:linear_backward"),
     cases=cases(pair("functional.linear", "linear"), ("out", "dx", "dW", "db"),
                 ("linear: x (B, T, d_in), d_in != d_out", draw),
-                ("linear: no bias (b=None)", draw_no_bias), float32="linear"),
+                ("linear: no bias (b=None)", draw_no_bias),
+                ("linear: any leading axes, x (N, d_in) to (A, B, T, U, d_in)", any_leading(draw)),
+                float32="linear"),
     mistakes=MISTAKES,
 )

@@ -1,6 +1,7 @@
 """mha: MultiHeadAttention's backward (self and cross, RoPE, grouped kv heads), and repeat_kv's pair."""
 from __future__ import annotations
 
+import types
 from itertools import permutations
 
 import numpy as np
@@ -8,18 +9,19 @@ import numpy as np
 from ...functional.attention import attention_backward
 from ...functional.heads import merge_heads, split_heads
 from ...functional.linear import linear_backward
-from ...functional.repeat_kv import repeat_kv_backward
+from ...functional.repeat_kv import repeat_kv_backward, repeat_kv_forward
 from ..assignment import Assignment, Mistake, cases, module, pair
-from ..graded import Case, new
-from ..mistakes_match import doubled, missing, never_accumulated, repeat_kv_not_summed
+from ..graded import BACKWARD_CALLS, Case, new
+from ..mistakes_match import assigned, doubled, missing, never_accumulated, repeat_kv_not_summed
 from . import L2
 from ._draw import module_input
 from ._variants import _g, _on, _run, _x
 
 
 # ------------------------------------------------------------------ the graded inputs
-def draw(rng, *, rope=None, n_kv_head=None, cross=False, padding=False) -> Case:
-    """MultiHeadAttention(8, 4), causal unless cross; rope = (layout, scale) or None."""
+def draw(rng, *, rope=None, n_kv_head=None, cross=False, padding=False, calls=1) -> Case:
+    """MultiHeadAttention(8, 4), causal unless cross; rope = (layout, scale) or None; ``calls``: forward
+    and backward that many times on the same inputs, no zero_grad between (the gradients add up)."""
     B, T = int(rng.integers(1, 3)), int(rng.integers(2, 5))
     ctor = {"cross": cross, "rng": int(rng.integers(0, 2**31)), "dtype": np.float64, "init_std": 0.5,
             "n_kv_head": n_kv_head}
@@ -34,7 +36,7 @@ def draw(rng, *, rope=None, n_kv_head=None, cross=False, padding=False) -> Case:
         real = np.ones((B, T), bool)
         real[0, 0] = False                                   # the causal query 0 sees no key: out 0
         inputs["key_padding_mask"] = real
-    return Case(inputs, {"ctor": ((8, 4), ctor)})
+    return Case(inputs, {"ctor": ((8, 4), ctor), **({BACKWARD_CALLS: calls} if calls > 1 else {})})
 
 
 def draw_repeat_kv(rng, *, G=2, r=2) -> Case:
@@ -75,10 +77,11 @@ def _split_by_reshape(h, D):
 
 
 def _mha_backward(self, dy, *, rope="inverse", kv_paths=True, accumulate_kv=True, order=(0, 1, 2),
-                  merge=merge_heads, split=split_heads, key_path=True):
+                  merge=merge_heads, split=split_heads, key_path=True, heads="repeat"):
     """MultiHeadAttention.backward with one thing changed (``order``: the blocks (dq, dk, dv), or
     (dk, dv) with cross-attention, merged in this order; ``merge``, ``split``: the heads' reshapes;
-    ``key_path``: dk sent back, or zeros in its place)."""
+    ``key_path``: dk sent back, or zeros in its place; ``heads="modulo"``: query head h's gradient
+    summed into kv head h % G)."""
     proj, proj_kv, rope_cache, attn, out, positions, repeat = self._pop_cache()
     do, dW_o, db_o = linear_backward(dy, out)                               # (B, T, H·D)
     self._accumulate_pair("W_o", dW_o, "b_o", db_o)
@@ -86,7 +89,9 @@ def _mha_backward(self, dy, *, rope="inverse", kv_paths=True, accumulate_kv=True
                                                          attn, positions)
     for name, dtable in dtables.items():
         self._accumulate(name, dtable)
-    if repeat is not None:
+    if repeat is not None and heads == "modulo":
+        dk, dv = _modulo_sum(dk, self.n_kv_head), _modulo_sum(dv, self.n_kv_head)
+    elif repeat is not None:
         dk, dv = repeat_kv_backward(dk, repeat), repeat_kv_backward(dv, repeat)
     if self.cross:
         dx, dW_q, db_q = linear_backward(merge(dq), proj)
@@ -107,6 +112,31 @@ def _mha_backward(self, dy, *, rope="inverse", kv_paths=True, accumulate_kv=True
     dx, dW_qkv, db_qkv = linear_backward(merge(*((dq, dk, dv)[i] for i in order)), proj)
     self._accumulate_pair("W_qkv", dW_qkv, "b_qkv", db_qkv)
     return dx
+
+
+def _modulo_sum(d, G):
+    """(B, H, S, D) -> (B, G, S, D): query head h's gradient into kv head h % G."""
+    B, H, S, D = d.shape
+    return d.reshape(B, H // G, G, S, D).sum(axis=1)
+
+
+def _modulo_heads(self, k, v):
+    """Grouped heads mapped as kv head h % G for query head h (np.tile), instead of h // r."""
+    if self.n_kv_head == self.n_head:
+        return k, v, None
+    r = self.n_head // self.n_kv_head
+    return np.tile(k, (1, r, 1, 1)), np.tile(v, (1, r, 1, 1)), repeat_kv_forward(k, r)[1]
+
+
+def _mha_heads_modulo(inp):
+    """A family: the forward's heads mapped h % G, the backward summing either way (h % G, or h // r)."""
+    if inp["build"]().n_kv_head == inp["build"]().n_head:
+        return {}
+
+    def patch(m, heads):
+        m._repeat_kv = types.MethodType(_modulo_heads, m)
+        _on(m, _mha_backward, heads=heads)
+    return [_run(inp, lambda m, h=h: patch(m, h)) for h in ("modulo", "repeat")]
 
 
 def _mha_merge_orders(inp):
@@ -178,11 +208,21 @@ MISTAKES = (
             "the key/value projection's gradient (W_kv, b_kv) is not accumulated: it comes with dmemory "
             "from linear_backward(merge_heads(dk, dv), the W_kv cache)",
             _mha(accumulate_kv=False)),
+    Mistake("MultiHeadAttention", "mha-kv-heads-modulo", ("dx", "d*"),
+            "grouped heads are mapped h % G: query head h shares kv head h // r (r = H/G query heads per kv "
+            "head, side by side: 0, 0, 1, 1 for H=4, G=2), so repeat_kv repeats each kv head r times along "
+            "the heads axis (np.repeat, not np.tile) and its backward sums each group of r neighbours",
+            _mha_heads_modulo),
     Mistake("MultiHeadAttention", "mha-gradient-never-accumulated", _PARAMS,
             "this parameter's gradient stays 0: it is never accumulated into grads (self._accumulate(name, g))",
             match=never_accumulated),
     Mistake("MultiHeadAttention", "mha-gradient-doubled", _PARAMS,
             "twice the expected gradient: it is accumulated twice", match=doubled),
+    Mistake("MultiHeadAttention", "mha-gradient-assigned", _PARAMS,
+            "this parameter's gradient is assigned (grads[name] = g), not added: backward accumulates, "
+            "grads[name] += g (self._accumulate(name, g)), so two backward calls without zero_grad between "
+            "them add up; here forward and backward ran twice and this gradient holds one call's only",
+            match=assigned),
 )
 
 
@@ -199,9 +239,12 @@ ASSIGNMENT = Assignment(
                 ("mha: grouped heads (n_kv_head=2 < n_head=4)", lambda rng: draw(rng, n_kv_head=2)),
                 ("mha: cross-attention (dmemory, W_kv)", lambda rng: draw(rng, cross=True)),
                 ("mha: key padding, a query with no key (0, never NaN)", lambda rng: draw(rng, padding=True)),
+                ("mha: backward called twice, no zero_grad (the gradients add up)", lambda rng: draw(rng, calls=2)),
                 float32="mha: causal self-attention")
     + cases(pair("functional.repeat_kv", "repeat_kv"), ("out", "dx"),
             ("repeat_kv: G=2 kv heads for H=4 query heads", draw_repeat_kv),
+            ("repeat_kv: G=3 kv heads, r=2 query heads each (H=6: h // r, never h % G or h // G)",
+             lambda rng: draw_repeat_kv(rng, G=3, r=2)),
             ("repeat_kv: multi-query, G=1 kv head for H=3 query heads", lambda rng: draw_repeat_kv(rng, G=1, r=3)),
             float32="repeat_kv"),
     mistakes=MISTAKES,

@@ -6,7 +6,7 @@ import numpy as np
 from ..assignment import Assignment, Mistake, cases, pair
 from ..graded import Case
 from . import L6
-from ._draw import shape_bct, small_rows
+from ._draw import any_leading, shape_bct, small_rows
 from ._variants import _g, _rows, _sub, _x
 from .layernorm import _layernorm
 
@@ -83,6 +83,7 @@ ASSIGNMENT = Assignment(
     targets=("functional.norm:rmsnorm_forward", "functional.norm:rmsnorm_backward"),
     cases=cases(pair("functional.norm", "rmsnorm"), ("out", "dx", "dgamma"),
                 ("rmsnorm: x (B, T, C)", draw),
+                ("rmsnorm: any leading axes, x (N, C) to (A, B, T, U, C)", any_leading(draw)),
                 ("rmsnorm: rows of mean square near eps", small_rows(draw)), float32="rmsnorm"),
     mistakes=MISTAKES,
 )

@@ -16,6 +16,9 @@ from ._variants import _g, _x
 # ------------------------------------------------------------------ the graded inputs
 def draw(rng, layout="interleaved", scale=1.0) -> Case:
     case = bhtd(rng)
+    B, H, T, D = case.inputs["x"].shape
+    if T < 2:                                                # T > 1: each position its own angle, offset + t
+        case = replace(case, inputs={"x": rng.standard_normal((B, H, int(rng.integers(2, 5)), D))})
     offset = int(rng.integers(1, 5))                         # > 0: an ignored offset shows
     return replace(case, kwargs={"offset": offset, "layout": layout, "scale": scale})
 
