@@ -67,6 +67,22 @@ def test_the_files_with_their_paths_are_graded_in_full(tmp_path, capsys, solutio
     assert "total 25/25" in out and "attention.py: holds none of the assignments' functions; ignored" in out
 
 
+def test_a_file_handed_in_twice_with_two_bodies_says_which_was_graded(tmp_path, capsys, solutions):
+    """repeat_kv.py at its path and again by its name, the second with another body: the one at its
+    path is graded, and the report and the gradebook say the other was not (never picked silently)."""
+    sub = hand_in(tmp_path / "dan" / "dan", solutions, ["functional/repeat_kv.py"], flat=False)
+    source = (sub / "functional" / "repeat_kv.py").read_text()
+    assert "def repeat_kv_forward(x, r: int):" in source
+    (sub / "repeat_kv.py").write_text(source.replace("def repeat_kv_forward(x, r: int):",
+                                                     "def repeat_kv_forward(x, r: int):\n    x = x + 0", 1))
+    assert main(["homework", "check", str(sub), "mha"]) in (0, 1)
+    said = "two versions of repeat_kv_forward: graded functional/repeat_kv.py's, ignored repeat_kv.py's"
+    assert said in capsys.readouterr().out
+    main(["homework", "check-class", str(tmp_path / "dan"), "mha", "--out", str(tmp_path / "gb")])
+    book = (tmp_path / "gb" / "gradebook.csv").read_text()
+    assert said in book, book
+
+
 def test_the_handout_says_to_keep_the_paths():
     text = page("mha")
     assert "with its path inside the package" in text and "a zip" in text

@@ -32,7 +32,7 @@ from .registry import select
 from .report import OutError, gradescope, printable
 from .result import CRASHED, EXCEPTION, FAIL, NOT_GRADED, NOT_IMPLEMENTED, OK, TIMEOUT, Result
 from .sandbox import Limits
-from .submission import Ambiguous, Parsed, Unreadable, _places
+from .submission import TWO_VERSIONS, Ambiguous, Parsed, Unreadable, _places
 
 MANIFEST = ".minitransformer-gradebook"
 GRADEBOOK = "gradebook.csv"
@@ -173,7 +173,7 @@ def grade_class(folder, ids=(), out="gradebook", *, jobs: int = 1, limits: Limit
 
     def record(name, results, notes, said):
         report = gradescope(results, notes)
-        problems = []                                # the gradebook's notes: never the ignored files
+        problems = [n for n in notes if n.startswith(TWO_VERSIONS)]   # the gradebook's notes: no ignored files
         try:
             (out / files[name]).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
             written.append(files[name])

@@ -327,15 +327,28 @@ def _lay(root: Path, submission: Path, assignments, parsed: Parsed) -> tuple:
     notes, used, taken = [], {}, []
     for a in assignments:
         for t in a.targets:
-            for path, source, func in _candidates(t, submission, parsed):
+            candidates = _candidates(t, submission, parsed)
+            for i, (path, source, func) in enumerate(candidates):
                 note = _stage_target(root, t, _rel(path, submission), source, func)
                 if note:
                     notes.append(note)
                     continue
                 used.setdefault(path, []).append(t)
                 taken.append((t, path, source, func))
+                notes += _other_versions(t, submission, path, func, candidates[i + 1:])
                 break
     return notes, used, taken
+
+
+TWO_VERSIONS = "two versions"        # a note the gradebook shows too: the student meant one of them
+
+
+def _other_versions(t, submission: Path, path: Path, func, others: list) -> list:
+    """A note for each other file of the hand-in that defines ``t`` with another body (a file handed
+    in twice, at its path and by its name): the first one, in the order of _places, is graded."""
+    mine = ast.dump(ast.Module(body=func.body, type_ignores=[]))
+    return [f"{TWO_VERSIONS} of {t.qualname}: graded {_rel(path, submission)}'s, ignored {_rel(other, submission)}'s"
+            for other, _, f in others if ast.dump(ast.Module(body=f.body, type_ignores=[])) != mine]
 
 
 def _record_places(places, root: Path, submission: Path, taken: list) -> None:
