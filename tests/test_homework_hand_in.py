@@ -87,3 +87,18 @@ def test_the_handout_says_to_keep_the_paths():
     text = page("mha")
     assert "with its path inside the package" in text and "a zip" in text
     assert "`functional/attention.py` and `layers/attention.py` are both `attention.py`" in text
+
+
+def test_a_whole_copy_handed_in_lists_only_what_the_student_added_or_changed(tmp_path, capsys):
+    """The instructor's check of a student's whole copy: the files the export wrote and the student
+    never touched (the handout, the starters, the copy's homework/ and lectures, the files shipped
+    working) are no note; a file the student added is one."""
+    export(["attention"], tmp_path / "copy")
+    (tmp_path / "seed.json").write_text("0\n")
+    main(["homework", "check", str(tmp_path / "copy"), "attention", "--seed-file", str(tmp_path / "seed.json")])
+    assert "ignored" not in capsys.readouterr().out
+    (tmp_path / "copy" / "minitransformer" / "functional" / "mine.py").write_text("x = 1\n")
+    main(["homework", "check", str(tmp_path / "copy"), "attention", "--seed-file", str(tmp_path / "seed.json")])
+    ignored = [line for line in capsys.readouterr().out.splitlines() if line.startswith("ignored")]
+    assert ignored == ["ignored: minitransformer/functional/mine.py: not a file of an assignment at its path; "
+                       "ignored (not read)"], ignored

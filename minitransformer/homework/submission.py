@@ -40,7 +40,8 @@ import tokenize
 from pathlib import Path
 
 from .expected import in_student_copy
-from .export import MANIFEST, _find, body_span, pristine, source_lines
+from .export import MANIFEST, NOT_STAGED, PACKAGE_DIR, _find, body_span, pristine, source_lines
+from ..trace.compare import NAME as TRACE_NAME
 from .local import handed_out
 
 MAX_BYTES = 1 << 20          # a source file larger than this is not read
@@ -407,7 +408,7 @@ def _notes(submission: Path, parsed: Parsed, used: dict) -> list:
         if path.is_symlink():
             notes.append(f"{rel}: {LINKED.replace('; not read', '')}; ignored")
             continue
-        if rel == MANIFEST or (path not in used and _as_handed_out(submission, path, rel)):
+        if rel == MANIFEST or _the_exports_own(rel) or (path not in used and _as_handed_out(submission, path, rel)):
             continue
         if path.is_dir():
             notes.append(f"{rel}: more than {MAX_DEPTH} folders deep; not read")
@@ -427,9 +428,25 @@ def _notes(submission: Path, parsed: Parsed, used: dict) -> list:
     return notes
 
 
+def _the_exports_own(rel: str) -> bool:
+    """What an export writes beside the package (the handout, the starters), the copy's folders the
+    grader never stages (NOT_STAGED) and Python's caches: no note for those in a whole copy handed in."""
+    name, parts = rel.rsplit("/", 1)[-1], rel.split("/")
+    if len(parts) > 2 and parts[0] == "minitransformer" and parts[1] in NOT_STAGED:
+        return True                      # the copy's own homework/, lectures: never graded, never read
+    if rel in (f"minitransformer/trace/{TRACE_NAME}.json", f"minitransformer/trace/{TRACE_NAME}.npz"):
+        return True                      # the reference trace's numbers the export stores (trace/compare.py)
+    return rel == "HOMEWORK.md" or ("/" not in rel and name.startswith("starter_") and name.endswith(".py")) \
+        or "__pycache__/" in rel or name.endswith(".pyc")
+
+
 def _as_handed_out(submission: Path, path: Path, rel: str) -> bool:
-    """Whether the file is one of the student's copy, unchanged (no note for those)."""
-    for candidate in (pristine_copy() / rel, pristine_copy() / "minitransformer" / rel):
+    """Whether the file is one of the student's copy, unchanged (no note for those): as the pristine
+    copy has it (every assignment stubbed), or as this installation has it (a file the export shipped
+    working, no assignment of the copy in it)."""
+    installed = PACKAGE_DIR.parent
+    for candidate in (pristine_copy() / rel, pristine_copy() / "minitransformer" / rel,
+                      installed / rel, installed / "minitransformer" / rel):
         try:
             if candidate.is_file() and os.lstat(path).st_size == candidate.stat().st_size <= MAX_BYTES:
                 return candidate.read_bytes() == read_bytes(submission, path)
