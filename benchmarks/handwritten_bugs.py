@@ -423,8 +423,11 @@ def with_def(source: str, qualname: str, code: str) -> str:
     node = _def_node(ast.parse(source), qualname)
     start = min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1
     lines = source.splitlines(keepends=True)
-    head, _, body = textwrap.dedent(code).strip("\n").partition("\n")   # a student's own import first
-    code = textwrap.indent(f"{head}\n    import numpy as np\n{body}\n", " " * node.col_offset)
+    code = textwrap.dedent(code).strip("\n")
+    first = ast.parse(code).body[0].body[0].lineno - 1                      # the body's first line (a long
+    lines_of = code.split("\n")                                            # signature spans several)
+    code = "\n".join(lines_of[:first] + ["    import numpy as np"] + lines_of[first:])   # a student's own import first
+    code = textwrap.indent(code + "\n", " " * node.col_offset)
     return "".join(lines[:start]) + code + "".join(lines[node.end_lineno:])
 
 

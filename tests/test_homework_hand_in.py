@@ -102,3 +102,17 @@ def test_a_whole_copy_handed_in_lists_only_what_the_student_added_or_changed(tmp
     ignored = [line for line in capsys.readouterr().out.splitlines() if line.startswith("ignored")]
     assert ignored == ["ignored: minitransformer/functional/mine.py: not a file of an assignment at its path; "
                        "ignored (not read)"], ignored
+
+
+def test_a_file_that_is_not_valid_python_is_a_syntax_error_never_not_implemented(tmp_path, capsys, solutions):
+    """The grader stages the stub where the student's file cannot be read: the report, results.json
+    and the gradebook say it was a syntax error, with the file and the line."""
+    sub = hand_in(tmp_path / "erin" / "erin", solutions, ["functional/attention.py"], flat=False)
+    path = sub / "functional" / "attention.py"
+    path.write_text("x = (\n" + path.read_text())
+    main(["homework", "check", str(sub), "attention", "--json", str(tmp_path / "results.json")])
+    said = "syntax error: functional/attention.py: not valid Python ('(' was never closed, line 1)"
+    assert f"WHAT TO FIX: {said}" in capsys.readouterr().out
+    assert json.loads((tmp_path / "results.json").read_text())["tests"][0]["output"].count(said) >= 1
+    main(["homework", "check-class", str(tmp_path / "erin"), "attention", "--out", str(tmp_path / "gb")])
+    assert "syntax error" in (tmp_path / "gb" / "gradebook.csv").read_text()

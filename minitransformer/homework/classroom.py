@@ -32,7 +32,7 @@ from .registry import select
 from .report import OutError, gradescope, printable
 from .result import CRASHED, EXCEPTION, FAIL, NOT_GRADED, NOT_IMPLEMENTED, OK, TIMEOUT, Result
 from .sandbox import Limits
-from .submission import TWO_VERSIONS, Ambiguous, Parsed, Unreadable, _places
+from .submission import TWO_VERSIONS, Ambiguous, Parsed, _places, syntax_error
 
 MANIFEST = ".minitransformer-gradebook"
 GRADEBOOK = "gradebook.csv"
@@ -95,23 +95,13 @@ def statuses(submission, assignments, results) -> dict:
         if r.message.startswith(NO_FILES):
             status = NO_FILES
         elif r.status == NOT_IMPLEMENTED:
-            broken = _syntax_error(Path(submission), a, parsed)
+            broken = syntax_error(Path(submission), a, parsed)
             status, reason = (SYNTAX_ERROR, broken) if broken else (status, reason)
         elif r.status == FAIL:
             reason = _first_wrong(r)
         reason = re.sub(r"\S*mt-staged-\w+/", "", reason)      # the grader's staging folder, not the student's
         found[r.id] = (status, reason.removeprefix(f"{status}: ").removeprefix(f"{WORDS[r.status]}: "))
     return found
-
-
-def _syntax_error(submission: Path, assignment, parsed) -> str:
-    """The first file at one of the assignment's places that is not valid Python: its path and line."""
-    for t in assignment.targets:
-        for path in _places(submission, t):
-            entry = parsed.get(path)
-            if isinstance(entry, Unreadable) and "not valid Python" in str(entry):
-                return f"{path.relative_to(submission).as_posix()}: {entry}"
-    return ""
 
 
 def _first_wrong(result) -> str:

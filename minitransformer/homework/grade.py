@@ -43,9 +43,9 @@ from .local import handed_out, plan, walls_line, where_in_copy
 from .needs import Answers
 from .places import Places
 from .registry import grading_order, needed, select
-from .result import CRASHED, NOT_GRADED, TIMEOUT, Result
+from .result import CRASHED, NOT_GRADED, NOT_IMPLEMENTED, TIMEOUT, Result
 from .sandbox import ChildGone, Limits, Sandbox, Unconfined
-from .submission import stage
+from .submission import SYNTAX_ERROR, Parsed, stage, syntax_error
 from .walls import missing
 
 
@@ -177,6 +177,20 @@ def grade_staged(copy_dir, assignments, *, limits: Limits = Limits(), seed: int 
     return results
 
 
+def _syntax_said(submission: Path, assignments):
+    """Result -> Result: a stub graded because the student's file at the target's place is not valid
+    Python says so (the file, the line), instead of "not implemented"."""
+    parsed, by_id = Parsed(submission), {a.id: a for a in assignments}
+
+    def said(result):
+        broken = syntax_error(submission, by_id[result.id], parsed) if result.status == NOT_IMPLEMENTED else ""
+        if broken and not result.message.startswith(SYNTAX_ERROR):
+            result.message = f"{SYNTAX_ERROR}: {broken}: the grader could not read your code there, so it ran the stub"
+            result.explanation = result.message
+        return result
+    return said
+
+
 def grade(submission, ids=(), *, limits: Limits = Limits(), seed: int = 0, examples: int = 3,
           progress=None, notes=None, unconfined: bool = False) -> list:
     """Every selected assignment of a submission folder, in the course's order; ``notes`` (a list)
@@ -207,9 +221,11 @@ def grade(submission, ids=(), *, limits: Limits = Limits(), seed: int = 0, examp
         notes.extend(ignored)
     try:
         where = where_in_copy(copy_dir, submission, theirs) if local else None
+        said = _syntax_said(Path(submission), assignments)
         results = grade_staged(copy_dir, assignments, limits=limits, seed=seed, examples=examples,
-                               progress=progress, required=not (local or lacking), where=where,
-                               places=places)
+                               progress=progress and (lambda r: progress(said(r))),
+                               required=not (local or lacking), where=where, places=places)
+        results = [said(r) for r in results]
     finally:
         shutil.rmtree(copy_dir, ignore_errors=True)
     if lacking and not local:

@@ -485,3 +485,18 @@ def _ignored(rel: str, entry, targets: list) -> list:
     if changed:
         return [f"{rel}: only the bodies of {', '.join(qualnames)} are graded; ignored: {shown}"]
     return []
+
+
+SYNTAX_ERROR = "syntax error"
+
+
+def syntax_error(submission: Path, assignment, parsed=None) -> str:
+    """The first file at one of the assignment's places that is not valid Python: its path and line
+    ("" when none): the grader stages the stub there, and the student should hear why."""
+    parsed = Parsed(submission) if parsed is None else parsed
+    for t in assignment.targets:
+        for path in _places(submission, t):
+            entry = parsed.get(path)
+            if isinstance(entry, Unreadable) and "not valid Python" in str(entry):
+                return f"{path.relative_to(submission).as_posix()}: {entry}"
+    return ""
