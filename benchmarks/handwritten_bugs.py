@@ -16,7 +16,9 @@ bug BEFORE its message was read. Three correct implementations written different
 
 ``origin``: "issue", the bugs of the feedback issue (the 24 written by someone who had
 not read the catalogue, as far as the issue names them, and the handout's finds);
-"fresh", bugs written for this file without reading the catalogue first.
+"fresh", bugs written for this file without reading the catalogue first; "lead", four more written
+the same way by a second engineer after the catalogue grew, each one line of the reference's own
+function changed (``one_line``).
 """
 from __future__ import annotations
 
@@ -49,7 +51,7 @@ class Bug:
     target: str            # "module:qualname" whose def the code replaces
     code: str              # the student's def (a method's at column 0 too)
     keywords: tuple        # what the explanation must contain (lower case), written before reading it
-    origin: str            # "issue" | "fresh" | "equivalent"
+    origin: str            # "issue" | "fresh" | "lead" | "equivalent"
 
 
 MHA_BACKWARD = '''
@@ -417,6 +419,31 @@ def _def_node(tree, qualname: str):
     return node
 
 
+def one_line(target: str, old: str, new: str) -> str:
+    """The reference's def of ``target`` ("module:function") with its line ``old`` written as ``new``."""
+    module, name = target.split(":")
+    source = _module_path(module).read_text(encoding="utf-8")
+    code = ast.get_source_segment(source, _def_node(ast.parse(source), name))
+    if old not in code:
+        raise ValueError(f"{target}: no {old!r} in its def")
+    return code.replace(old, new, 1)
+
+
+BUGS += (
+    Bug("softmax-dx-without-y", "softmax", "functional.softmax:softmax_backward",
+        one_line("functional.softmax:softmax_backward", "dx = y * (dy - s)", "dx = dy - s"), ("factor y",), "lead"),
+    Bug("rmsnorm-eps-outside-root", "rmsnorm", "functional.norm:rmsnorm_forward",
+        one_line("functional.norm:rmsnorm_forward", "rms = xp.sqrt(ms + eps_s)", "rms = xp.sqrt(ms) + eps_s"),
+        ("eps",), "lead"),
+    Bug("ce-smoothing-summed", "cross_entropy", "functional.cross_entropy:cross_entropy_forward",
+        one_line("functional.cross_entropy:cross_entropy_forward", "smooth = -logp.mean(axis=-1)",
+                 "smooth = -logp.sum(axis=-1)"), ("mean",), "lead"),
+    Bug("attention-scale-one-over-d", "attention", "functional.attention:attention_forward",
+        one_line("functional.attention:attention_forward", "scale = q.shape[-1] ** -0.5",
+                 "scale = q.shape[-1] ** -1.0"), ("√d",), "lead"),
+)
+
+
 def with_def(source: str, qualname: str, code: str) -> str:
     """``source`` with the def of ``qualname`` (its decorators too) replaced by ``code``, its body
     starting with ``import numpy as np`` (the staging takes bodies only, not the file's imports)."""
@@ -482,7 +509,7 @@ def run_bug(bug: Bug, folder: Path, limits: Limits) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("bugs", nargs="*", help="bug names (default: all)")
-    parser.add_argument("--only", choices=("issue", "fresh", "equivalent"), help="one origin")
+    parser.add_argument("--only", choices=("issue", "fresh", "lead", "equivalent"), help="one origin")
     args = parser.parse_args(argv)
     chosen = [b for b in BUGS if (not args.bugs or b.name in args.bugs) and (not args.only or b.origin == args.only)]
     limits = Limits(timeout=60.0, budget=300.0)
@@ -494,7 +521,7 @@ def main(argv=None) -> int:
             rows.append(row)
             print(json.dumps(row, ensure_ascii=False), flush=True)
     summary = {}
-    for origin in ("issue", "fresh", "equivalent"):
+    for origin in ("issue", "fresh", "lead", "equivalent"):
         mine = [r for r in rows if r["origin"] == origin]
         if mine:
             summary[origin] = {"bugs": len(mine), "named": sum(r["named"] for r in mine),
