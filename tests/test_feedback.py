@@ -136,3 +136,10 @@ def test_a_report_is_the_score_then_the_explanation_then_the_table(graded):
     lines = format_result(result).splitlines()
     assert lines[0] == "== relu: 0.86/2 (fail)" and lines[1] == f"   WHAT TO FIX: {said}"
     assert lines[2].lstrip().startswith("tolerance:") and "NOT OK   DIAGNOSIS: dx is relu'(x) alone" in lines[4], lines
+
+
+def test_the_quoted_line_is_the_code_without_its_comment():
+    from minitransformer.homework.places import _code_of
+    assert _code_of("    dx_rows = dh @ W      # (N, d_in)    reverses: h = x_rows @ W\n") == "dx_rows = dh @ W"
+    assert _code_of('    s = "a # b"  # a comment\n') == 's = "a # b"'
+    assert _code_of("    y = (x +\n") == "y = (x +"                      # a line a bracket leaves open

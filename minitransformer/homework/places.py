@@ -64,7 +64,7 @@ class Places:
         for b in self.bodies:
             if b.staged_rel == staged_rel and b.staged_start <= line - 1 < b.staged_end:
                 k = line - 1 - b.staged_start
-                text = b.lines[k].strip() if k < len(b.lines) else ""
+                text = _code_of(b.lines[k]) if k < len(b.lines) else ""
                 return Spot(b.path, b.start + k + 1, function or b.target.split(":")[1], text)
         return None
 
@@ -96,3 +96,15 @@ class Places:
 def scrub(text: str, places: Places | None = None) -> str:
     """A staging folder never shown: ``places.scrub`` or, without places, the package's own path."""
     return (places or Places()).scrub(text)
+
+
+def _code_of(line: str) -> str:
+    """The line's code, stripped, without a comment after it (a ``#`` inside a string stays)."""
+    import io
+    import tokenize
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(line.strip() + "\n").readline))
+    except (tokenize.TokenError, SyntaxError):
+        return line.strip()
+    comment = next((t for t in tokens if t.type == tokenize.COMMENT), None)
+    return line.strip()[:comment.start[1]].rstrip() if comment else line.strip()
