@@ -52,8 +52,7 @@ def _attention(inp, *, scale_power=1.0, use_mask=True, invert_mask=False, use_bi
     out = (P * keep) @ v
     dv = (P * keep_b).swapaxes(-1, -2) @ dout
     dP = (dout @ v.swapaxes(-1, -2)) * keep_b
-    dS = P * (dP - (dP * P).sum(-1, keepdims=True)) if axis == -1 else \
-        P * (dP - (dP * P).sum(-2, keepdims=True))
+    dS = P * (dP - (dP * P).sum(axis, keepdims=True))               # the softmax's backward along its axis
     cb = c if backward_scale else 1.0
     dq = dS @ k * cb
     dk = dS.swapaxes(-1, -2) @ q * cb
@@ -72,13 +71,10 @@ def _mask_after_softmax(inp):
         return {}
     q, k, v, dout = _x(inp, "q"), _x(inp, "k"), _x(inp, "v"), _g(inp)
     c = q.shape[-1] ** -0.5
-    scores = q @ k.swapaxes(-1, -2) * c
-    if inp.get("bias") is not None:
-        scores = scores + _x(inp, "bias")
-    keep = np.broadcast_to(np.asarray(mask), scores.shape).astype(np.float64)
+    P = _softmax_of(inp, masked=False)
+    keep = np.broadcast_to(np.asarray(mask), P.shape).astype(np.float64)
     drop = inp.get("drop_mask")
     kept = 1.0 if drop is None else np.asarray(drop) / (1 - float(inp.get("p_drop", 0.0)))   # dropout after
-    P = _softmax(scores)
     Pm = P * keep * kept
     dP = (dout @ v.swapaxes(-1, -2)) * keep * kept
     dS = P * (dP - (dP * P).sum(-1, keepdims=True))
@@ -90,22 +86,21 @@ def _mask_after_softmax(inp):
 
 def _dv_not_transposed(inp):
     """dv = P̃ @ dout where P̃ᵀ @ dout belongs (T = S, so the shapes fit and nothing raises)."""
-    result = _attention(inp)
-    q, k = _x(inp, "q"), _x(inp, "k")
-    if q.shape[-2] != k.shape[-2]:
+    if np.shape(inp["q"])[-2] != np.shape(inp["k"])[-2]:
         return {}
     P = _softmax_of(inp)
     drop = inp.get("drop_mask")
     keep = 1.0 if drop is None else np.asarray(drop) / (1 - float(inp.get("p_drop", 0.0)))
-    return {"dv": (P * keep) @ _g(inp)} if result else {}
+    return {"dv": (P * keep) @ _g(inp)}
 
 
-def _softmax_of(inp):
+def _softmax_of(inp, masked=True):
+    """P = softmax(Q Kᵀ / √D + bias) of the reference, the mask's hidden keys at -inf (``masked``) or not."""
     q, k = _x(inp, "q"), _x(inp, "k")
     scores = q @ k.swapaxes(-1, -2) * q.shape[-1] ** -0.5
     if inp.get("bias") is not None:
         scores = scores + _x(inp, "bias")
-    if inp.get("mask") is not None:
+    if masked and inp.get("mask") is not None:
         scores = np.where(np.asarray(inp["mask"]), scores, -np.inf)
     return _softmax(scores)
 

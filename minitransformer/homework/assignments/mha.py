@@ -130,7 +130,8 @@ def _modulo_heads(self, k, v):
 
 def _mha_heads_modulo(inp):
     """A family: the forward's heads mapped h % G, the backward summing either way (h % G, or h // r)."""
-    if inp["build"]().n_kv_head == inp["build"]().n_head:
+    module = inp["build"]()
+    if module.n_kv_head == module.n_head:
         return {}
 
     def patch(m, heads):

@@ -38,7 +38,7 @@ def _rmsnorm_backwards(inp):
             "sum": {"dx": rstd * (dxhat - xhat * (dxhat * xhat).sum(-1, keepdims=True))},
             "dgamma-x": {"dgamma": _rows(dy * x).sum(0)},
             "dgamma-no-xhat": {"dgamma": _rows(dy).sum(0)},
-            "centred": {"out": _layernorm(dict(inp, eps=eps))["out"] - 0.0}}
+            "centred": {"out": _layernorm(dict(inp, eps=eps))["out"]}}
 
 
 MISTAKES = (

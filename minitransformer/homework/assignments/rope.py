@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ...functional.rope import rope_backward, rope_forward
+from ...functional.rope import _pairs, rope_backward, rope_forward
 from ..assignment import Assignment, Mistake, cases, pair
 from ..graded import Case
 from . import L4
@@ -70,10 +70,9 @@ def _rope_tables(inp, *, theta=None, positions=None):
 
 
 def _rotate(a, cos, sin, layout, c):
-    half = a.shape[-1] // 2
-    pa, pb = (a[..., 0::2], a[..., 1::2]) if layout == "interleaved" else (a[..., :half], a[..., half:])
+    pa, pb = _pairs(a, layout)                              # (B, H, T, D/2) views, the reference's pairing
     out = np.empty_like(a)
-    oa, ob = (out[..., 0::2], out[..., 1::2]) if layout == "interleaved" else (out[..., :half], out[..., half:])
+    oa, ob = _pairs(out, layout)
     oa[...] = c[0] * pa * cos + c[1] * pb * sin
     ob[...] = c[2] * pa * sin + c[3] * pb * cos
     return out
