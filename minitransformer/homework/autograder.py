@@ -31,6 +31,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import stat
 import zipfile
 from pathlib import Path
@@ -103,7 +104,6 @@ def run_seed(config: str, out: str) -> str:
     every resubmission with the zip's one grader.json; on its one seed, a submission could carry the
     inputs of one run out through its report (an exception message holds 800 characters) and come
     back with a table of their expected results (7 submissions gave softmax 5/5 without a softmax)."""
-    import os
     import secrets
     nonce = secrets.token_hex(16)
     seed = json.loads(Path(config).read_text(encoding="utf-8"))["seed"]
@@ -117,7 +117,6 @@ def run_seed(config: str, out: str) -> str:
 def record_nonce(results: str, nonce: str) -> None:
     """The run's nonce into results.json's extra_data (not shown to students), to grade the same inputs
     again: --seed-file holding run_seed's derived seed."""
-    import os
     path = Path(results)
     report = json.loads(path.read_text(encoding="utf-8"))
     report.setdefault("extra_data", {})["inputs_nonce"] = nonce

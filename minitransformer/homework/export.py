@@ -246,17 +246,6 @@ def _from_package(path: Path, dest: Path, package_dir: Path) -> bool:
     return (package_dir / path.relative_to(dest)).is_file()
 
 
-def docstring_of(package_dir: Path, target) -> str:
-    path = (package_dir / Path(*target.module.split("."))).with_suffix(".py")
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    return ast.get_docstring(_find(tree, target.qualname)) or ""
-
-
-def module_doc(package_dir: Path, module: str) -> str:
-    path = (package_dir / Path(*module.split("."))).with_suffix(".py")
-    return ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
-
-
 def _copy_lectures(package_dir: Path, dest: Path) -> None:
     """The lectures inside the copy, where a wheel holds them (minitransformer/lectures/); a source
     checkout keeps them beside the package. The handout's `lectures --out` then finds them."""
