@@ -175,23 +175,23 @@ def _check(args) -> int:
     start = time.perf_counter()
     local = in_student_copy()
     ids = args.assignments or (copy_assignments() if local else _set_ids(args, "check", Path(args.dir)))
-    select(ids)
+    chosen = select(ids)
     require_folder(args.dir)
     json_file = _json_target(args.json) if args.json else None
     seed = read_seed(args.seed_file, secret=False) if args.seed_file else 0
-    unclear = ambiguous(Path(args.dir), select(ids))
+    unclear = ambiguous(Path(args.dir), chosen)
     if unclear:                             # file names that do not say which file: refused, never a 0
         if json_file is not None:
-            write_gradescope(json_file, [refused(a, unclear) for a in select(ids)])
+            write_gradescope(json_file, [refused(a, unclear) for a in chosen])
         raise Refused(unclear)
-    if not local and _nothing_there(args, ids, json_file):
+    if not local and _nothing_there(args, chosen, json_file):
         return 1
     try:
         _walls(args)
     except Refused as e:                    # results.json says why nothing was graded (Gradescope shows it)
         if json_file is not None:
             from ..homework.grade import not_graded
-            write_gradescope(json_file, [not_graded(a, e.args[0]) for a in select(ids)])
+            write_gradescope(json_file, [not_graded(a, e.args[0]) for a in chosen])
         raise
     if local:
         return _local_check(args, ids, start)
@@ -246,13 +246,12 @@ def _local_check(args, ids, start) -> int:
     return 0 if all_passed(results) else 1
 
 
-def _nothing_there(args, ids, json_file) -> bool:
+def _nothing_there(args, assignments, json_file) -> bool:
     """A submission holding no file of the assignments: said in one line (and in results.json), scored 0
     without running anything; True when so."""
     from ..homework.classroom import no_files, nothing_found
     from ..homework.report import write_gradescope
     from ..homework.result import NOT_IMPLEMENTED, Result
-    assignments = select(ids)
     if not no_files(Path(args.dir), assignments):
         return False
     said = nothing_found(assignments)
