@@ -50,7 +50,7 @@ from minitransformer.models.scaling import (CHINCHILLA, chinchilla_loss, compute
 from minitransformer.optim import AdamW
 from minitransformer.tokenizers import CharTokenizer
 from minitransformer.training.data import BOS, EOS, load_text, random_batch, train_val_split
-from minitransformer.training.loop import TrainConfig, evaluate, train
+from minitransformer.training.loop import TrainConfig, train
 from minitransformer.training.tasks import LanguageModelTask, TextToTextTasks
 np.set_printoptions(precision=3, suppress=True)
 
