@@ -38,7 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.dirname(HERE), HERE]
 from train_step import machine  # noqa: E402
 
-from minitransformer.homework.export import PACKAGE_DIR  # noqa: E402
+from minitransformer.homework.export import PACKAGE_DIR, _find  # noqa: E402
 from minitransformer.homework.grade import grade  # noqa: E402
 from minitransformer.homework.registry import assignments  # noqa: E402
 from minitransformer.homework.sandbox import Limits  # noqa: E402
@@ -412,18 +412,11 @@ def _module_path(module: str) -> Path:
     return (PACKAGE_DIR / Path(*module.split("."))).with_suffix(".py")
 
 
-def _def_node(tree, qualname: str):
-    node = tree
-    for part in qualname.split("."):
-        node = next(n for n in node.body if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == part)
-    return node
-
-
 def one_line(target: str, old: str, new: str) -> str:
     """The reference's def of ``target`` ("module:function") with its line ``old`` written as ``new``."""
     module, name = target.split(":")
     source = _module_path(module).read_text(encoding="utf-8")
-    code = ast.get_source_segment(source, _def_node(ast.parse(source), name))
+    code = ast.get_source_segment(source, _find(ast.parse(source), name))
     if old not in code:
         raise ValueError(f"{target}: no {old!r} in its def")
     return code.replace(old, new, 1)
@@ -447,7 +440,7 @@ BUGS += (
 def with_def(source: str, qualname: str, code: str) -> str:
     """``source`` with the def of ``qualname`` (its decorators too) replaced by ``code``, its body
     starting with ``import numpy as np`` (the staging takes bodies only, not the file's imports)."""
-    node = _def_node(ast.parse(source), qualname)
+    node = _find(ast.parse(source), qualname)
     start = min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1
     lines = source.splitlines(keepends=True)
     code = textwrap.dedent(code).strip("\n")

@@ -80,8 +80,7 @@ def stub_source(source: str, qualname: str, message: str = "implement me") -> st
     start, end = body_span(func)
     lines = source_lines(source)
     indent = re.match(r"[ \t]*", lines[func.body[0].lineno - 1]).group(0)
-    name = qualname.split(".")[-1] if "." not in qualname else qualname
-    stub = f'{indent}raise NotImplementedError("{name}: {message}")\n'
+    stub = f'{indent}raise NotImplementedError("{qualname}: {message}")\n'
     return "".join(lines[:start]) + stub + "".join(lines[end:])
 
 

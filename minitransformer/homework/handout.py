@@ -175,9 +175,9 @@ def drawn_text(graded, index: int) -> str:
     as the public seed 0 draws them, with what differs between draws said to."""
     draws = [_items(c) for c in _drawn(graded, index)]
     first, parts = draws[0], []
+    module = graded.check.forward.split(":")[-1]
     for name, (kind, text) in first.items():
         same = all(d.get(name, (None, None))[1] == text for d in draws)
-        module = graded.check.forward.split(":")[-1]
         label = {"ctor": f"the Module `{module}`", "spec": "its configuration"}.get(name, f"`{name}`")
         if kind == "option" and not same:
             text += " (drawn: " + ", ".join(dict.fromkeys(d[name][1] for d in draws if name in d)) + ", ...)"
@@ -250,7 +250,7 @@ def _written(a, copy: Copy) -> list:
 def _prerequisites(a, copy: Copy) -> list:
     lines = ["### Prerequisites", ""]
     direct = set(a.needs)
-    chain = [b for b in needed(a)]
+    chain = needed(a)
     if not chain:
         return lines + ["None: this assignment stands alone."]
     said = []
