@@ -163,7 +163,7 @@ def load_balancing_forward(p, expert):
         raise ValueError(f"expert: expected {p.shape[0]} rows (N, the rows of p), got shape {tuple(expert.shape)}")
     N, E = p.shape
     check_expert_ids(expert, E, "E, the columns of p")             # an id past E would count for no expert
-    counts = xp.bincount(expert.reshape(-1), minlength=E)          # (E,) assignments per expert
+    counts = (expert.reshape(-1)[:, None] == xp.arange(E)[None, :]).sum(axis=0)   # (E,)
     f = counts.astype(p.dtype) / max(expert.size, 1)               # (E,) fraction of assignments
     P = p.sum(axis=0) / max(N, 1)                                  # (E,) mean probability
     aux = E * (f * P).sum()                                        # ()
