@@ -273,6 +273,11 @@ def test_moe_entrances_name_the_argument():
         moe_forward(**inputs, capacity_factor=0.0)
     with pytest.raises(ValueError, match="activation"):
         moe_forward(**inputs, activation="swish")
+    p = np.full((4, 3), 1 / 3)
+    with pytest.raises(ValueError, match=r"expert: expected ids in \[0, E, the columns of p = 3\), got ids from 0 to 5"):
+        load_balancing_forward(p, np.array([[5], [1], [0], [1]]))       # an id past E counted for no expert
+    with pytest.raises(TypeError, match="expert: expected integer expert ids, got dtype float64"):
+        load_balancing_forward(p, np.array([[0.5], [1.0], [0.0], [1.0]]))
     with pytest.raises(ValueError, match=r"top_k: expected an integer in \[1, 2\], got 3"):
         GPTConfig(ffn="moe", n_experts=2, top_k=3)
     with pytest.raises(ValueError, match="ffn: expected one of"):

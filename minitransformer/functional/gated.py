@@ -26,6 +26,7 @@ and ``swiglu_beta_forward`` keeps β as an input (a learned parameter of the Mod
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 from ..backend import get_xp
@@ -101,10 +102,7 @@ def swiglu_beta_forward(h, beta):
             dtype of shape (1,) (one β) or (F,) (one per unit).
     Returns: y (..., F), GatedCache (its act_cache is Swish's, with ∂/∂β).
     """
-    a, b = _halves(h)
-    act, act_cache = swish_forward(a, beta)   # (..., F)
-    y = act * b                               # (..., F)
-    return y, GatedCache(act, b, act_cache)
+    return _gated_forward(h, partial(swish_forward, beta=beta))
 
 
 def swiglu_beta_backward(dy, cache: GatedCache):

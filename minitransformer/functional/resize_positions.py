@@ -77,15 +77,19 @@ def _cubic_weight(x):
     return xp.where(x <= 1, near, far)
 
 
+def _source_positions(n: int, n_new: int, align_corners: bool, dtype, xp):
+    """u_i, where row i of E' is read in E (the module docstring), before linear's clip."""
+    i = xp.arange(n_new, dtype=dtype)                                      # (n',)
+    if align_corners:
+        return i * (n - 1) / (n_new - 1) if n_new > 1 else i * 0           # (n',) exactly n − 1 at the end
+    return (i + 0.5) * (n / n_new) - 0.5                                   # (n',)
+
+
 def _resize_cubic(E, n_new: int, align_corners: bool):
     """E'[i] = Σ_{m=-1..2} w(|m − t_i|) E[clip(k_i + m)], read at the unclipped u_i."""
     xp = get_xp(E)
     n = E.shape[0]
-    i = xp.arange(n_new, dtype=E.dtype)                                    # (n',)
-    if align_corners:
-        u = i * (n - 1) / (n_new - 1) if n_new > 1 else i * 0              # (n',)
-    else:
-        u = (i + 0.5) * (n / n_new) - 0.5                                  # (n',) not clipped
+    u = _source_positions(n, n_new, align_corners, E.dtype, xp)           # (n',) not clipped
     k = (u + 1).astype(xp.int64) - 1                                       # (n',) ⌊u⌋: u + 1 > 0, truncation floors it
     t = (u - k.astype(E.dtype))[:, None]                                   # (n', 1)
     out = xp.zeros((n_new, E.shape[1]), dtype=E.dtype)                     # (n', C)
@@ -113,11 +117,7 @@ def resize_table(E, n_new: int, *, align_corners: bool = True, mode: str = "line
     check_choice("mode", mode, MODES)
     if mode == "cubic":
         return _resize_cubic(E, n_new, align_corners)
-    i = xp.arange(n_new, dtype=E.dtype)                                    # (n',)
-    if align_corners:
-        u = i * (n - 1) / (n_new - 1) if n_new > 1 else i * 0              # (n',) exactly n − 1 at the end
-    else:
-        u = xp.clip((i + 0.5) * (n / n_new) - 0.5, 0, n - 1)              # (n',)
+    u = xp.clip(_source_positions(n, n_new, align_corners, E.dtype, xp), 0, n - 1)   # (n',)
     below = xp.clip(u.astype(xp.int64), 0, max(n - 2, 0))                  # (n',) k = ⌊u⌋ (u >= 0), at most n − 2
     t = (u - below.astype(E.dtype))[:, None]                               # (n', 1) weight of the row above
     above = xp.minimum(below + 1, n - 1)                                   # (n',) k + 1, or k when n = 1

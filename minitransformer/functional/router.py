@@ -61,6 +61,15 @@ def check_top_k(k, n_experts: int, source: str) -> int:
     return k
 
 
+def check_expert_ids(expert, n_experts: int, source: str) -> None:
+    """TypeError or ValueError naming ``expert`` unless it holds integer ids in [0, E) (``source``: E's name)."""
+    if getattr(expert.dtype, "kind", None) not in "iu":
+        raise TypeError(f"expert: expected integer expert ids, got dtype {expert.dtype}")
+    if expert.size and not 0 <= int(expert.min()) <= int(expert.max()) < n_experts:
+        raise ValueError(f"expert: expected ids in [0, {source} = {n_experts}), got ids from {int(expert.min())} "
+                         f"to {int(expert.max())}")
+
+
 class TopKCache(NamedTuple):
     expert: object        # (N, k) the chosen expert ids, best first
     n_experts: int        # E, the width of dp
@@ -130,11 +139,7 @@ def capacity_mask(expert, n_experts: int, capacity: int):
     check_ndim("expert", expert, 2, "(N, k)")
     E = check_int("n_experts", n_experts, low=1)
     c = check_int("capacity", capacity, low=0)
-    if getattr(expert.dtype, "kind", None) not in "iu":
-        raise TypeError(f"expert: expected integer expert ids, got dtype {expert.dtype}")
-    if expert.size and not 0 <= int(expert.min()) <= int(expert.max()) < E:
-        raise ValueError(f"expert: expected ids in [0, n_experts = {E}), got ids from {int(expert.min())} "
-                         f"to {int(expert.max())}")
+    check_expert_ids(expert, E, "n_experts")
     check_size("expert, n_experts", (expert.size, E))              # the (k N, E) queue below
     queue = expert.T.reshape(-1)                                   # (k N,) rank 1 of every token, then rank 2 ...
     one_hot = queue[:, None] == xp.arange(E)[None, :]              # (k N, E)
@@ -157,6 +162,7 @@ def load_balancing_forward(p, expert):
     if expert.shape[0] != p.shape[0]:
         raise ValueError(f"expert: expected {p.shape[0]} rows (N, the rows of p), got shape {tuple(expert.shape)}")
     N, E = p.shape
+    check_expert_ids(expert, E, "E, the columns of p")             # an id past E would count for no expert
     counts = (expert.reshape(-1)[:, None] == xp.arange(E)[None, :]).sum(axis=0)   # (E,)
     f = counts.astype(p.dtype) / max(expert.size, 1)               # (E,) fraction of assignments
     P = p.sum(axis=0) / max(N, 1)                                  # (E,) mean probability

@@ -59,8 +59,9 @@ from .softmax import SoftmaxCache, softmax_backward, softmax_forward
 
 
 class ShawCache(NamedTuple):
-    # Stored: P (the softmax backward needs only its output), q, k and v, the looked-up a^K, a^V (recomputing them is cheap, but storing them keeps
-    # the backward a mirror of the forward) and the two lookup caches (the row index r).
+    # Stored: P (the softmax backward needs only its output), q, k and v, the looked-up
+    # a^K, a^V (recomputing them is cheap, but storing them keeps the backward a mirror
+    # of the forward) and the two lookup caches (the row index r).
     q: object                # (B, H, T, D)
     k: object                # (B, H, S, D)
     v: object                # (B, H, S, Dv)

@@ -65,16 +65,28 @@ def _sequence(name: str, tokens) -> tuple:
 def ngram_counts(tokens, n: int) -> Counter:
     """How often each n-gram (a tuple of n tokens) occurs in ``tokens``."""
     n = check_int("n", n, low=1)
-    tokens = _sequence("tokens", tokens)
+    return _ngram_counts(_sequence("tokens", tokens), n)
+
+
+def _ngram_counts(tokens: tuple, n: int) -> Counter:
+    """ngram_counts of tokens already checked (a tuple of hashable tokens)."""
     return Counter(tokens[i:i + n] for i in range(len(tokens) - n + 1))
 
 
 def modified_precision(references, hypothesis, n: int) -> tuple[int, int]:
     """(clipped matches, n-grams of the hypothesis): p_n of one sentence is their ratio."""
-    counts = ngram_counts(hypothesis, n)
+    n = check_int("n", n, low=1)
+    hypothesis = _sequence("tokens", hypothesis)
+    return _clipped_matches([_sequence(f"references[{r}]", ref) for r, ref in enumerate(references)],
+                            hypothesis, n)
+
+
+def _clipped_matches(references: list, hypothesis: tuple, n: int) -> tuple[int, int]:
+    """modified_precision of sequences already checked: corpus_bleu checks each once, not once per n."""
+    counts = _ngram_counts(hypothesis, n)
     max_in_a_reference = Counter()
-    for r, reference in enumerate(references):
-        for gram, count in ngram_counts(_sequence(f"references[{r}]", reference), n).items():
+    for reference in references:
+        for gram, count in _ngram_counts(reference, n).items():
             max_in_a_reference[gram] = max(max_in_a_reference[gram], count)
     clipped = sum(min(count, max_in_a_reference[gram]) for gram, count in counts.items())
     return clipped, sum(counts.values())
@@ -110,7 +122,7 @@ def corpus_bleu(list_of_references, hypotheses, max_n: int = 4) -> BleuScore:
         if not references:
             raise ValueError(f"list_of_references[{i}]: expected at least one reference, got none")
         for n in range(1, max_n + 1):
-            clipped, total = modified_precision(references, hypothesis, n)
+            clipped, total = _clipped_matches(references, hypothesis, n)
             matches[n - 1] += clipped
             totals[n - 1] += total
         c += len(hypothesis)

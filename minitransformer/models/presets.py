@@ -125,7 +125,7 @@ def ffn_parameters(c) -> int:
 
 def _ffn(c) -> int:
     """One FFN; with ffn="moe", E of them and the router W_router (C, E), which has no bias."""
-    if getattr(c, "ffn", "dense") == "moe":
+    if c.ffn == "moe":
         return c.d_model * c.n_experts + c.n_experts * ffn_parameters(c)
     return ffn_parameters(c)
 

@@ -56,7 +56,7 @@ class SequenceTaskData:
         return int(batch[0].size + batch[2].size)
 
 
-class TextToTextTasks:
+class TextToTextTasks(SequenceTaskData):
     """T5's text-to-text format (Raffel et al. 2020) on the synthetic tasks: ONE encoder-decoder for
     several tasks, each source led by a prefix that names its task, as T5 writes "translate
     English to German: ..." before its input.
@@ -65,7 +65,7 @@ class TextToTextTasks:
     vocab + i, so the model's vocabulary is ``vocab_size`` = vocab + len(tasks). A source is
     [prefix, L symbols, PAD ...] (S + 1 columns); the targets are the task's own. A training
     example draws its task uniformly; ``val[name]`` is a fixed held-out set of each task, and
-    the "val" split draws from all of them.
+    the "val" split draws from all of them. ``forward`` and ``tokens`` are SequenceTaskData's.
     """
 
     def __init__(self, tasks, vocab: int, length_range, batch_size: int, n_val: int = 200, seed: int = 0):
@@ -101,13 +101,6 @@ class TextToTextTasks:
         per_task = [self.prefixed(t, make_sequence_task(t, B, self.length_range, self.vocab, rng)) for t in self.tasks]
         which = rng.integers(0, len(self.tasks), size=B)                  # (B,) each example's task
         return tuple(np.stack(arrays)[which, np.arange(B)] for arrays in zip(*per_task))
-
-    def forward(self, model, batch, device="cpu"):
-        src, src_lengths, tgt_in, tgt_out = (to_device(a, device) for a in batch)
-        return model.forward(src, tgt_in), tgt_out
-
-    def tokens(self, batch) -> int:
-        return int(batch[0].size + batch[2].size)
 
 
 class MaskedLMTask:

@@ -7,13 +7,14 @@ with dscores (the fast softmax, softmax.py here). Attention dropout (p_drop > 0 
 training) is computed by the plain form: this twin hands such a call, and the
 backward of its cache, over to it.
 
-The products write their results in the layout that merging the heads produces: out into a (B, T, H, Dv) buffer, and dq, dk,
-dv side by side into one (B, T, H + 2G, D) buffer (the fused W_qkv's columns). The
+The products write their results in the layout that merging the heads produces:
+out into a (B, T, H, Dv) buffer, and dq, dk, dv side by side into one (B, T, 3H, D)
+buffer (the fused W_qkv's columns when the heads are not grouped). The
 (B, H, T, D) results are views of those buffers, so merge_heads (heads.py here)
 is a reshape instead of a copy; a matrix product writes through such a view
 (ldc = H·D) at no extra cost.
 
-Under a causal-shaped mask, from T = 128 queries on (r = 1, no bias), the work runs in
+Under a causal-shaped mask, from T = 128 queries on (no bias), the work runs in
 blocks of query rows that skip the keys past each block's causal edge
 (attention_blocks.py); the backward does the same whenever P is exactly 0 there.
 
