@@ -301,6 +301,13 @@ def student_frames(tb) -> list:
     return [f for f in traceback.extract_tb(tb) if f.name != UNAVAILABLE]
 
 
+def bindings(package: str, old) -> list:
+    """(module, name) of every name bound to ``old`` in the package's modules imported so far."""
+    return [(other, key) for other in list(sys.modules.values())
+            if getattr(other, "__name__", "").startswith(package + ".")
+            for key, value in list(vars(other).items()) if value is old]
+
+
 class ForwardCalledInBackward(RuntimeError):
     """A graded backward called its own forward: a backward derived by hand computes from its
     cache; one that reruns or differentiates the forward (central differences of it) is not."""
@@ -333,11 +340,8 @@ class blocked_forward:
             self._rebind(cls, name, vars(cls).get(name, _INHERITED), _forward_unavailable)
             return self
         old = getattr(module, name)
-        for other in list(sys.modules.values()):
-            if getattr(other, "__name__", "").startswith(self.package + "."):
-                for key, value in list(vars(other).items()):
-                    if value is old:
-                        self._rebind(other, key, old, _forward_unavailable)
+        for other, key in bindings(self.package, old):
+            self._rebind(other, key, old, _forward_unavailable)
         return self
 
     def _rebind(self, owner, key, old, new) -> None:
@@ -438,13 +442,9 @@ class Server:
                 cls, method = qualname.split(".")
                 setattr(getattr(module, cls), method, self._needed(spec, method, owner=True))
                 continue
-            old = getattr(module, qualname)
             new = self._needed(spec, qualname, owner=False)
-            for other in list(sys.modules.values()):
-                if getattr(other, "__name__", "").startswith(self.package + "."):
-                    for key, value in list(vars(other).items()):
-                        if value is old:
-                            setattr(other, key, new)
+            for other, key in bindings(self.package, getattr(module, qualname)):
+                setattr(other, key, new)
 
     def _needed(self, spec, name, owner: bool):
         if owner:
