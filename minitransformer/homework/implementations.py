@@ -1,7 +1,7 @@
 """In a student's copy: which implementation of each assigned function runs, and where it is.
 
     assigned(ids)   the functions an export of ``ids`` stubs: the assignments' targets, then the
-                    code that computes them all the same (export's list, assignments.EQUIVALENTS)
+                    code that computes them all the same (export's list: each assignment's ``equivalents``)
     report()        in this copy, one line per such function, as `train` prints it before step 1:
                         layernorm_backward: yours, minitransformer/functional/norm.py:120
                     (", still the stub" while its body only raises NotImplementedError); a

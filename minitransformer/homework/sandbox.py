@@ -14,7 +14,7 @@ arrays (a cache or a Module comes back as a ``Handle``, to send back later).
 ``sandbox.module(...)`` wraps a Module living there in the interface
 gradcheck.check_module uses. ``sandbox.answers`` (homework/needs.py) answers the
 child's calls of the functions the graded assignment builds on, in the middle of a
-request (in a process of its own where this machine can fork one: needs.Isolated).
+request (in a process of its own where this machine can fork one: ``Isolated``, below).
 
 The parent never waits on the child: every write and every read has the deadline
 ``sandbox.deadline`` (time.monotonic(); the pipes non-blocking, select); past it, or
@@ -326,7 +326,7 @@ class Sandbox:
 
     def kill(self):
         """Kill the child's whole process group (and the answering process of its needed calls, if
-        any: needs.Isolated); the child's exit code (negative: the signal)."""
+        any: Isolated); the child's exit code (negative: the signal)."""
         if self.helper is not None:
             self.helper.close()
         if self.proc is None:
