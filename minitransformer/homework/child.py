@@ -76,7 +76,7 @@ def _limits(config) -> int:
         return 0
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)            # a full output file: an error, not death
     mb = config["memory_mb"] << 20
-    vm = _current_vm()
+    vm = _current_vm() or 1 << 30
     pairs = ((resource.RLIMIT_AS, vm + mb), (resource.RLIMIT_CPU, config["cpu_s"]),
              (resource.RLIMIT_FSIZE, config["output_cap"]), (resource.RLIMIT_CORE, 0),
              (resource.RLIMIT_NOFILE, NOFILE))
@@ -90,14 +90,15 @@ def _limits(config) -> int:
 
 
 def _current_vm() -> int:
+    """This process's address space in bytes (VmSize), 0 where /proc says nothing."""
     try:
         with open("/proc/self/status") as f:
             for line in f:
                 if line.startswith("VmSize:"):
                     return int(line.split()[1]) * 1024
-    except OSError:
+    except (OSError, ValueError, IndexError):
         pass
-    return 1 << 30
+    return 0
 
 
 def _drop(config) -> None:

@@ -562,7 +562,7 @@ def _serve(rfd: int, wfd: int, memory_mb: int, cpu_s: int) -> None:
     _detach(keep=(rfd, wfd))
     _one_blas_thread()
     import resource
-    vm = _address_space()
+    vm = child._current_vm()
     for which, value in ((resource.RLIMIT_AS, vm + (memory_mb << 20) if vm else None),
                          (resource.RLIMIT_CPU, cpu_s), (resource.RLIMIT_CORE, 0)):
         if value is not None:
@@ -602,18 +602,6 @@ def _detach(keep) -> None:
                 os.close(fd)
             except OSError:
                 pass
-
-
-def _address_space() -> int:
-    """This process's address space in bytes (VmSize), 0 where /proc says nothing."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmSize:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
 
 
 BLAS_THREADS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
