@@ -76,7 +76,7 @@ def _limits(config) -> int:
         return 0
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)            # a full output file: an error, not death
     mb = config["memory_mb"] << 20
-    vm = _current_vm()
+    vm = _current_vm() or 1 << 30
     pairs = ((resource.RLIMIT_AS, vm + mb), (resource.RLIMIT_CPU, config["cpu_s"]),
              (resource.RLIMIT_FSIZE, config["output_cap"]), (resource.RLIMIT_CORE, 0),
              (resource.RLIMIT_NOFILE, NOFILE))
@@ -90,14 +90,15 @@ def _limits(config) -> int:
 
 
 def _current_vm() -> int:
+    """This process's address space in bytes (VmSize), 0 where /proc says nothing."""
     try:
         with open("/proc/self/status") as f:
             for line in f:
                 if line.startswith("VmSize:"):
                     return int(line.split()[1]) * 1024
-    except OSError:
+    except (OSError, ValueError, IndexError):
         pass
-    return 1 << 30
+    return 0
 
 
 def _drop(config) -> None:
@@ -301,6 +302,13 @@ def student_frames(tb) -> list:
     return [f for f in traceback.extract_tb(tb) if f.name != UNAVAILABLE]
 
 
+def bindings(package: str, old) -> list:
+    """(module, name) of every name bound to ``old`` in the package's modules imported so far."""
+    return [(other, key) for other in list(sys.modules.values())
+            if getattr(other, "__name__", "").startswith(package + ".")
+            for key, value in list(vars(other).items()) if value is old]
+
+
 class ForwardCalledInBackward(RuntimeError):
     """A graded backward called its own forward: a backward derived by hand computes from its
     cache; one that reruns or differentiates the forward (central differences of it) is not."""
@@ -333,11 +341,8 @@ class blocked_forward:
             self._rebind(cls, name, vars(cls).get(name, _INHERITED), _forward_unavailable)
             return self
         old = getattr(module, name)
-        for other in list(sys.modules.values()):
-            if getattr(other, "__name__", "").startswith(self.package + "."):
-                for key, value in list(vars(other).items()):
-                    if value is old:
-                        self._rebind(other, key, old, _forward_unavailable)
+        for other, key in bindings(self.package, old):
+            self._rebind(other, key, old, _forward_unavailable)
         return self
 
     def _rebind(self, owner, key, old, new) -> None:
@@ -438,13 +443,9 @@ class Server:
                 cls, method = qualname.split(".")
                 setattr(getattr(module, cls), method, self._needed(spec, method, owner=True))
                 continue
-            old = getattr(module, qualname)
             new = self._needed(spec, qualname, owner=False)
-            for other in list(sys.modules.values()):
-                if getattr(other, "__name__", "").startswith(self.package + "."):
-                    for key, value in list(vars(other).items()):
-                        if value is old:
-                            setattr(other, key, new)
+            for other, key in bindings(self.package, getattr(module, qualname)):
+                setattr(other, key, new)
 
     def _needed(self, spec, name, owner: bool):
         if owner:

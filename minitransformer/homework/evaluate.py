@@ -38,7 +38,7 @@ from .child import BLOCKED
 from .diagnose import Row, compare
 from .explain import explain
 from .graded import BACKWARD_CALLS, REFERENCE, Case, input_gradients, module_arguments, resolve, tolerance
-from .mistakes import dtype_message, mutation_message
+from .mistakes import dtype_message, entries, fits, mutation_message
 from .properties import JUDGES
 from .registry import get
 from .result import EXCEPTION, FAIL, NOT_IMPLEMENTED, OK, Result
@@ -81,10 +81,6 @@ def stem(graded) -> str:
 
 
 # ------------------------------------------------------------------ the student's results
-def _wrt(case) -> tuple:
-    return case.wrt or tuple(k for k, v in case.inputs.items() if v.dtype.kind == "f")
-
-
 def _student_pair(student, graded, case, g):
     """(results, the forward's arguments after the call and after the backward (None when the
     backward did not run), the upstream gradient after, error)."""
@@ -102,7 +98,7 @@ def _student_pair(student, graded, case, g):
         return {"out": out}, (after, None), None, e
     grads = grads if isinstance(grads, tuple) else (grads,)
     results = {"out": out}
-    for i, name in enumerate(_wrt(case)):
+    for i, name in enumerate(case.gradient_inputs()):
         results[f"d{name}"] = grads[i] if i < len(grads) else None
     return results, (after, student.again()[1]), _first(args_after), None
 
@@ -176,10 +172,8 @@ def _by_property(graded, case, g, student, tol) -> dict:
 
 def _predicate_message(graded, tensor, inputs, student) -> str:
     """The first catalogue entry of the case's function with a predicate that recognises ``student``."""
-    from fnmatch import fnmatchcase
-    for mistake in get(graded.assignment).mistakes:
-        if mistake.match is None or mistake.function != stem(graded) or \
-                not any(fnmatchcase(tensor, t) for t in mistake.tensors):
+    for mistake in entries(graded.assignment, stem(graded)):
+        if mistake.match is None or not any(fits(tensor, t) for t in mistake.tensors):
             continue
         try:
             if mistake.match(inputs, tensor, student, None):
@@ -293,7 +287,7 @@ def _numerical(tally, graded, case, student, module, seed) -> None:
         else:
             num = check_pair(student.function(check.forward), student.function(check.backward),
                              {k: np.array(v, copy=True) for k, v in case.inputs.items()},
-                             kwargs=case.kwargs, wrt=_wrt(case), seed=seed, max_coords=32)
+                             kwargs=case.kwargs, wrt=case.gradient_inputs(), seed=seed, max_coords=32)
     except ChildGone:
         raise
     except Exception as e:                   # noqa: BLE001 - the student's values broke the check: shown

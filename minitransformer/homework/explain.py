@@ -61,14 +61,19 @@ def explain(assignment, rows: dict, failures: list, places=None) -> str:
     return text
 
 
+def _case(assignment, case_name):
+    """The assignment's graded case of that name, or None."""
+    return next((c for c in assignment.cases if c.name == case_name), None)
+
+
 def _forward_is_target(assignment, case_name) -> bool:
-    case = next((c for c in assignment.cases if c.name == case_name), None)
+    case = _case(assignment, case_name)
     return case is not None and case.check.checker == "pair" and \
         any(str(t) == case.check.forward for t in assignment.targets)
 
 
 def _function_of(assignment, case_name, tensor) -> str:
-    case = next((c for c in assignment.cases if c.name == case_name), None)
+    case = _case(assignment, case_name)
     if case is None:
         return ""
     if case.check.checker == "module":
@@ -82,7 +87,7 @@ def _at(assignment, case_name, tensor, places) -> str:
     spec = _function_of(assignment, case_name, tensor)
     if not spec:
         return ""
-    case = next(c for c in assignment.cases if c.name == case_name)
+    case = _case(assignment, case_name)
     if case.check.checker == "module":
         specs = [str(t) for t in assignment.targets if "." in t.qualname] or [spec]
     elif spec == case.check.backward and _forward_is_target(assignment, case_name):
@@ -99,7 +104,7 @@ def _at(assignment, case_name, tensor, places) -> str:
 
 
 def _no_backward(assignment, case_name) -> bool:
-    case = next((c for c in assignment.cases if c.name == case_name), None)
+    case = _case(assignment, case_name)
     return case is None or case.check.checker == "function"
 
 
@@ -205,7 +210,7 @@ def _symbols(assignment, failure, shapes=None) -> dict:
     """size -> the docstring's symbol for it, from the docstrings of the case's functions and the
     drawn shapes (inputs, upstream gradient, expected results)."""
     docs = ""
-    case = next((c for c in assignment.cases if c.name == failure.case), None)
+    case = _case(assignment, failure.case)
     if case is not None:
         for spec in (case.check.forward, case.check.backward):
             if spec:

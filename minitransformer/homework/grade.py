@@ -81,7 +81,7 @@ def _not_stored(assignment) -> Result:
 
 def _needs(sandbox, assignment, local: bool = False) -> None:
     """The child asks this process for the functions ``assignment`` builds on, from now on; they are
-    answered in a process of their own, bounded like the child (needs.isolated): the arguments are
+    answered in a process of their own, bounded like the child (sandbox.Isolated): the arguments are
     the student's. In a local check the staged copy holds them (homework/local.py: the student's
     where the copy assigns them, else as handed out) and the child runs them itself; only a copy
     without copy.zip asks this process (the copy's own code) for those it does not assign."""

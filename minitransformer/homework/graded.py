@@ -40,6 +40,10 @@ class Case:
     factors: dict = field(default_factory=dict)  # label -> (value, hint) for "off by a factor"
     masked: dict = field(default_factory=dict)   # tensor name -> bool array of masked entries
 
+    def gradient_inputs(self) -> tuple:
+        """The inputs backward returns gradients for: ``wrt``, or every floating-point input in order."""
+        return self.wrt or tuple(k for k, v in self.inputs.items() if v.dtype.kind == "f")
+
 
 def tolerance(graded) -> float:
     """The relative error a right tensor of the graded case ``graded`` stays within."""
@@ -118,9 +122,8 @@ def run_pair(case: Case, forward, backward, g=None) -> tuple[dict, object]:
     g = _upstream(g, out)
     grads = backward(np.array(g, copy=True), cache)
     grads = grads if isinstance(grads, tuple) else (grads,)
-    wrt = case.wrt or tuple(k for k, v in case.inputs.items() if v.dtype.kind == "f")
     result = {"out": out}
-    for i, name in enumerate(wrt):
+    for i, name in enumerate(case.gradient_inputs()):
         result[f"d{name}"] = grads[i] if i < len(grads) else None
     return result, g
 

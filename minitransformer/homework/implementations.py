@@ -1,7 +1,7 @@
 """In a student's copy: which implementation of each assigned function runs, and where it is.
 
     assigned(ids)   the functions an export of ``ids`` stubs: the assignments' targets, then the
-                    code that computes them all the same (export's list, assignments.EQUIVALENTS)
+                    code that computes them all the same (export's list: each assignment's ``equivalents``)
     report()        in this copy, one line per such function, as `train` prints it before step 1:
                         layernorm_backward: yours, minitransformer/functional/norm.py:120
                     (", still the stub" while its body only raises NotImplementedError); a
@@ -23,6 +23,8 @@ from pathlib import Path
 from ..functional.twins import TWINS
 from .registry import select
 from .expected import copy_assignments
+from .graded import resolve
+from .outside import is_docstring
 
 PACKAGE = __name__.split(".")[0]
 
@@ -35,10 +37,7 @@ def assigned(ids) -> list:
 
 def function_of(target):
     """The function object ``target`` names in this package (a Module's method: the class's)."""
-    obj = importlib.import_module(f"{PACKAGE}.{target.module}")
-    for part in target.qualname.split("."):
-        obj = getattr(obj, part)
-    return inspect.unwrap(obj)
+    return inspect.unwrap(resolve(PACKAGE, str(target)))
 
 
 def is_stub(func) -> bool:
@@ -47,8 +46,7 @@ def is_stub(func) -> bool:
         tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
     except (OSError, TypeError, SyntaxError):
         return False
-    body = [n for n in tree.body[0].body
-            if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str))]
+    body = [n for n in tree.body[0].body if not is_docstring(n)]
     return len(body) == 1 and isinstance(body[0], ast.Raise) and "NotImplementedError" in ast.unparse(body[0])
 
 

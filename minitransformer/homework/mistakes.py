@@ -106,7 +106,7 @@ def recognise(assignment_id, tensor, inputs, student, reference, *, function=Non
     cache = {} if cache is None else cache
     tol = _tol(reference if student is None else student)
     for mistake in entries(assignment_id, function):
-        if not any(_fits(tensor, t) for t in mistake.tensors):
+        if not any(fits(tensor, t) for t in mistake.tensors):
             continue
         if mistake.match is not None:
             try:
@@ -140,7 +140,8 @@ def _compare_tol(student, reference) -> float:
     return max(tolerance(np.asarray(a).dtype) for a in (student, reference) if a is not None)
 
 
-def _fits(tensor: str, pattern: str) -> bool:
+def fits(tensor: str, pattern: str) -> bool:
+    """Whether ``tensor`` is one a catalogue entry's pattern names ("dW_*", "d*.*")."""
     from fnmatch import fnmatchcase
     return fnmatchcase(tensor, pattern)
 

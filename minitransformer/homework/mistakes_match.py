@@ -16,16 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..functional.attention import _sum_to_shape
+
 
 def _f64(a):
     return np.asarray(a, dtype=np.float64)
-
-
-def sum_to(x, shape):
-    """x summed over the axes broadcasting added or stretched, back to ``shape``."""
-    lead = x.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(lead + a for a, n in enumerate(shape) if n == 1 and x.shape[lead + a] != 1)
-    return x.sum(axis=axes, keepdims=True).reshape(shape)
 
 
 def other_mask(inp, tensor, student, reference) -> bool:
@@ -75,7 +70,7 @@ def dbias_not_reduced(inp, tensor, student, reference) -> bool:
     if s is None or s.shape == r.shape or s.ndim < r.ndim:
         return False
     try:
-        return np.allclose(sum_to(s, r.shape), r, rtol=1e-5, atol=1e-8)
+        return np.allclose(_sum_to_shape(s, r.shape), r, rtol=1e-5, atol=1e-8)
     except ValueError:
         return False
 

@@ -25,7 +25,7 @@ import tokenize
 from pathlib import Path
 
 from .expected import HERE, copy_assignments
-from .export import NOT_STAGED
+from .export import NOT_STAGED, _find
 from .local import handed_out_sources, listed
 
 
@@ -175,13 +175,10 @@ def _uses(body, names: set) -> bool:
 
 def find(tree, qualname: str):
     """The def or class at ``qualname`` in ``tree``; None where there is none."""
-    node = tree
-    for part in qualname.split("."):
-        node = next((n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                     and n.name == part), None)
-        if node is None:
-            return None
-    return node
+    try:
+        return _find(tree, qualname)
+    except LookupError:
+        return None
 
 
 def _shell(func) -> str:

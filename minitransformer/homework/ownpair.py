@@ -255,7 +255,7 @@ def _check_returns(forward, backward, case) -> None:
     """Run the pair once and check the form of what it returns, which check_pair would take on
     trust: (out, cache) from the forward, out floating point; one gradient per input of
     ``case.wrt``, in order, each an array of its input's shape. TargetError otherwise."""
-    wrt = case.wrt or tuple(k for k, v in case.inputs.items() if v.dtype.kind == "f")
+    wrt = case.gradient_inputs()
     result = forward(**{k: np.array(v, copy=True) for k, v in case.inputs.items()}, **case.kwargs)
     if not (isinstance(result, (tuple, list)) and len(result) == 2):
         got = f"a tuple of {len(result)}" if isinstance(result, (tuple, list)) else _kind(result)
@@ -289,9 +289,6 @@ def _compared(graded, case, forward, backward, seed) -> list:
     package = __name__.split(".")[0]
     ref, g = run_pair(case, resolve(package, graded.check.forward), resolve(package, graded.check.backward),
                       g=lambda out: upstream_for(out, seed))
-    result = forward(**{k: np.array(v, copy=True) for k, v in case.inputs.items()}, **case.kwargs)
-    if not (isinstance(result, tuple) and len(result) == 2):
-        raise TargetError(f"{forward.__name__} must return (out, cache), got {type(result).__name__}")
     student, _ = run_pair(case, forward, backward, g=g)
     stem = graded.check.forward.split(":")[1].removesuffix("_forward")
     messages = diagnose_all(graded.assignment, trial_inputs(graded, case, g), student, ref, function=stem)

@@ -14,7 +14,7 @@ arrays (a cache or a Module comes back as a ``Handle``, to send back later).
 ``sandbox.module(...)`` wraps a Module living there in the interface
 gradcheck.check_module uses. ``sandbox.answers`` (homework/needs.py) answers the
 child's calls of the functions the graded assignment builds on, in the middle of a
-request (in a process of its own where this machine can fork one: needs.Isolated).
+request (in a process of its own where this machine can fork one: ``Isolated``, below).
 
 The parent never waits on the child: every write and every read has the deadline
 ``sandbox.deadline`` (time.monotonic(); the pipes non-blocking, select); past it, or
@@ -326,7 +326,7 @@ class Sandbox:
 
     def kill(self):
         """Kill the child's whole process group (and the answering process of its needed calls, if
-        any: needs.Isolated); the child's exit code (negative: the signal)."""
+        any: Isolated); the child's exit code (negative: the signal)."""
         if self.helper is not None:
             self.helper.close()
         if self.proc is None:
@@ -562,7 +562,7 @@ def _serve(rfd: int, wfd: int, memory_mb: int, cpu_s: int) -> None:
     _detach(keep=(rfd, wfd))
     _one_blas_thread()
     import resource
-    vm = _address_space()
+    vm = child._current_vm()
     for which, value in ((resource.RLIMIT_AS, vm + (memory_mb << 20) if vm else None),
                          (resource.RLIMIT_CPU, cpu_s), (resource.RLIMIT_CORE, 0)):
         if value is not None:
@@ -602,18 +602,6 @@ def _detach(keep) -> None:
                 os.close(fd)
             except OSError:
                 pass
-
-
-def _address_space() -> int:
-    """This process's address space in bytes (VmSize), 0 where /proc says nothing."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmSize:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
 
 
 BLAS_THREADS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",

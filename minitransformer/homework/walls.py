@@ -146,9 +146,8 @@ def seccomp_available() -> bool:
     if not sys.platform.startswith("linux") or machine not in ARCHES:
         return False
     try:
-        import ctypes
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.syscall.restype = ctypes.c_long
+        from .child import _syscall
+        ctypes, libc = _syscall()
         action = ctypes.c_uint32(_errno(errno.EPERM) & 0xFFFF0000)
         return libc.syscall(SYSCALLS["seccomp"][ARCHES[machine][0]], SECCOMP_GET_ACTION_AVAIL, 0,
                             ctypes.byref(action)) == 0

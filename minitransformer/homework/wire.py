@@ -323,16 +323,10 @@ class Whole:
         return key, self.decode(pair[1], blobs, depth + 1)
 
     def _generator(self, tree, blobs, depth):
-        import numpy as np
         name = tree.get("generator")
         if name not in BIT_GENERATORS:
             raise ValueError(f"a generator of kind {str(name)[:20]}")
-        bit_generator = getattr(np.random, name)()
-        try:
-            bit_generator.state = self.decode(tree.get("state"), blobs, depth + 1)
-        except (TypeError, KeyError) as e:
-            raise ValueError(f"a {name} generator whose state is malformed ({e})") from e
-        generator = np.random.Generator(bit_generator)
+        generator = _plain_generator(name, self.decode(tree.get("state"), blobs, depth + 1))
         self.generators.append(generator)
         return generator
 

@@ -5,7 +5,8 @@ import numpy as np
 
 from ..assignment import Assignment, Mistake, cases, pair
 from ..graded import Case
-from ..mistakes_match import dbias_not_reduced, sum_to
+from ...functional.attention import _sum_to_shape
+from ..mistakes_match import dbias_not_reduced
 from . import L1
 from ._variants import _g, _softmax, _x
 
@@ -59,7 +60,7 @@ def _attention(inp, *, scale_power=1.0, use_mask=True, invert_mask=False, use_bi
     result = {"out": out, "dq": dq, "dk": dk, "dv": dv}
     if inp.get("bias") is not None:
         bias_shape = np.shape(inp["bias"])
-        result["dbias"] = sum_to(dS, bias_shape)
+        result["dbias"] = _sum_to_shape(dS, bias_shape)
     return result
 
 
@@ -80,7 +81,7 @@ def _mask_after_softmax(inp):
     dS = P * (dP - (dP * P).sum(-1, keepdims=True))
     result = {"out": Pm @ v, "dq": dS @ k * c, "dk": dS.swapaxes(-1, -2) @ q * c, "dv": Pm.swapaxes(-1, -2) @ dout}
     if inp.get("bias") is not None:
-        result["dbias"] = sum_to(dS, np.shape(inp["bias"]))
+        result["dbias"] = _sum_to_shape(dS, np.shape(inp["bias"]))
     return result
 
 
