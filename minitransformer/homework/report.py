@@ -39,8 +39,6 @@ def header(width: int = 44) -> str:
     return f"   {'case · tensor':<{width}} {'shape':<16} {'max abs':>9} {'rel err':>9}  verdict"
 
 
-HEADER = header()
-
 
 def format_result(result) -> str:
     """One assignment (a result.Result): its score, the explanation, the tolerance, a header, one line

@@ -316,14 +316,6 @@ class Sandbox:
         self.helper.target(answers)
         self.answers = self.helper
 
-    def output_tail(self, n: int = 400) -> str:
-        """The last ``n`` characters the child printed (for the instructor; never parsed)."""
-        try:
-            self.output.seek(0)
-            return self.output.read()[-n:].decode("utf-8", "replace")
-        except (OSError, ValueError):
-            return ""
-
     def kill(self):
         """Kill the child's whole process group (and the answering process of its needed calls, if
         any: Isolated); the child's exit code (negative: the signal)."""
